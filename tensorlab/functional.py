@@ -1,0 +1,165 @@
+"""The public functions over the ops: `import tensorlab.functional as F`.
+
+Each function builds its op (a Function from tensorlab.ops) and applies it. Tensor
+methods and operators (`x + y`, `x.sum(axis=0)`) call these too. Arguments follow
+NumPy's names for array operations (axis, keepdims) and PyTorch's for the network
+ones (eps, p, training, ignore_index, approximate).
+"""
+from tensorlab import backend
+from tensorlab.ops import elementwise as _ew
+from tensorlab.ops import shape as _shape
+from tensorlab.ops.cross_entropy import CrossEntropy
+from tensorlab.ops.dropout import Dropout
+from tensorlab.ops.embedding import Embedding
+from tensorlab.ops.matmul import MatMul
+from tensorlab.ops.norm import LayerNorm, RMSNorm
+from tensorlab.ops.reduce import Max, Mean, Sum
+from tensorlab.ops.select import MaskedFill, Where
+from tensorlab.ops.softmax import LogSoftmax, Softmax
+from tensorlab.tensor import Tensor
+
+__all__ = [
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
+    "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split",
+    "matmul", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
+    "rms_norm", "layer_norm", "dropout",
+]
+
+
+def add(a, b): return _ew.Add()(a, b)
+def sub(a, b): return _ew.Sub()(a, b)
+def mul(a, b): return _ew.Mul()(a, b)
+def div(a, b): return _ew.Div()(a, b)
+def neg(x): return _ew.Neg()(x)
+def pow(x, exponent): return _ew.Pow(exponent)(x)  # noqa: A001 (NumPy's name)
+def exp(x): return _ew.Exp()(x)
+def log(x): return _ew.Log()(x)
+def sqrt(x): return _ew.Sqrt()(x)
+def tanh(x): return _ew.Tanh()(x)
+def sigmoid(x): return _ew.Sigmoid()(x)
+def relu(x): return _ew.Relu()(x)
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) (exact, erf form, PyTorch's default) or its tanh approximation (approximate='tanh')."""
+    return _ew.Gelu(approximate)(x)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Sum over `axis` (None: all axes; an int or a tuple; negatives count from the end)."""
+    return Sum(axis, keepdims)(x)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Mean over `axis`, like `sum`."""
+    return Mean(axis, keepdims)(x)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Maximum over `axis`; tied maxima share the gradient equally (like torch.amax)."""
+    return Max(axis, keepdims)(x)
+
+
+def reshape(x, shape):
+    """The same elements in a new shape (one entry may be -1)."""
+    return _shape.Reshape(shape)(x)
+
+
+def transpose(x, axes=None):
+    """Permute the axes (None reverses them)."""
+    return _shape.Transpose(axes)(x)
+
+
+def swapaxes(x, axis1, axis2):
+    """Exchange two axes."""
+    axes = list(range(x.ndim))
+    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return _shape.Transpose(axes)(x)
+
+
+def getitem(x, index):
+    """x[index]: slices, ints, None, ..., boolean masks and integer arrays (repeats add up in backward)."""
+    return _shape.GetItem(index)(x)
+
+
+def concatenate(tensors, axis=0):
+    """Join tensors along an existing axis."""
+    _check_nonempty("concatenate", tensors)
+    return _shape.Concatenate(axis)(*tensors)
+
+
+def stack(tensors, axis=0):
+    """Join same-shaped tensors along a new axis."""
+    _check_nonempty("stack", tensors)
+    return _shape.Stack(axis)(*tensors)
+
+
+def split(x, sizes_or_sections, axis=0):
+    """Cut x along `axis` into pieces of the given sizes (a list) or n equal pieces (an int); returns a tuple."""
+    pieces = _shape.Split(sizes_or_sections, axis)(x)
+    return pieces if isinstance(pieces, tuple) else (pieces,)
+
+
+def matmul(a, b):
+    """Matrix product a @ b; leading (batch) axes broadcast, 1-D operands are vectors, as in NumPy."""
+    return MatMul()(a, b)
+
+
+def where(condition, a, b):
+    """a where `condition` (a boolean array) is True, else b; all three broadcast."""
+    return Where()(condition, a, b)
+
+
+def masked_fill(x, mask, value):
+    """x with `value` wherever the boolean `mask` (broadcast to x) is True."""
+    return MaskedFill(value)(x, mask)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis`, stable; a fully -inf row gives zeros."""
+    return Softmax(axis)(x)
+
+
+def log_softmax(x, axis=-1):
+    """log(softmax(x)) along `axis`, computed without forming softmax."""
+    return LogSoftmax(axis)(x)
+
+
+def cross_entropy(logits, targets, ignore_index=-100):
+    """Mean of -log softmax(logits)[target] over the last axis, skipping targets equal to ignore_index."""
+    return CrossEntropy(ignore_index)(logits, targets)
+
+
+def embedding(ids, weight):
+    """Rows of `weight` (V, C) picked by integer `ids`: output shape ids.shape + (C,)."""
+    return Embedding()(ids, weight)
+
+
+def rms_norm(x, weight=None, eps=1e-5):
+    """x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
+    return RMSNorm(eps)(x, _filled_like_last_axis(x, 1) if weight is None else weight)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias, over the last axis."""
+    weight = _filled_like_last_axis(x, 1) if weight is None else weight
+    bias = _filled_like_last_axis(x, 0) if bias is None else bias
+    return LayerNorm(eps)(x, weight, bias)
+
+
+def dropout(x, p=0.5, training=True):
+    """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
+    if not training or p == 0:
+        return x
+    return Dropout(p)(x)
+
+
+def _filled_like_last_axis(x, value):
+    """A constant (C,) tensor for a missing weight or bias; x is (..., C)."""
+    xp = backend.array_module(x.data)
+    return Tensor(xp.full(x.shape[-1:], value, dtype=x.dtype))
+
+
+def _check_nonempty(op_name, tensors):
+    if len(tensors) == 0:
+        raise ValueError(f"{op_name}: needs at least one tensor, got an empty sequence")

@@ -1,0 +1,35 @@
+"""Broadcasting, and undoing it in backward.
+
+When `x` of shape (3,) is added to `y` of shape (2, 3), NumPy repeats `x` along a new
+leading axis. Each copy of x[j] contributes to the output, so the gradient of x[j] is
+the sum of the upstream gradient over the copies: sum over the axes that broadcasting
+added (leading ones) and over the axes where x had size 1. Every binary op's backward
+calls `unbroadcast` for that.
+"""
+import numpy as np
+
+
+def broadcast_shape(op_name, *shapes):
+    """The shape NumPy broadcasting gives `shapes`, or a ValueError that names the op."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = " and ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(
+            f"{op_name}: shapes {listed} cannot be broadcast together; trailing axes must be "
+            f"equal or 1 (NumPy broadcasting rules)") from None
+
+
+def broadcast_axes(grad_shape, shape):
+    """The axes of `grad_shape` to sum over to bring a gradient back to `shape`."""
+    leading = len(grad_shape) - len(shape)
+    stretched = tuple(leading + i for i, n in enumerate(shape) if n == 1 and grad_shape[leading + i] != 1)
+    return tuple(range(leading)) + stretched
+
+
+def unbroadcast(grad, shape):
+    """Sum `grad` over the broadcast axes so it has `shape` again."""
+    if grad.shape == tuple(shape):
+        return grad
+    axes = broadcast_axes(grad.shape, shape)
+    return grad.sum(axis=axes).reshape(shape)

@@ -1,0 +1,60 @@
+"""Cross-entropy of logits against integer class ids, fused with its log-softmax.
+
+For one row of logits x (V classes) and target class t:
+    loss = -log softmax(x)_t = logsumexp(x) - x_t
+and the mean over the N rows whose target is not `ignore_index`. The backward is the
+famous  gx = (softmax(x) - onehot(t)) / N : we subtract 1 at the target instead of
+building the one-hot matrix.
+"""
+from tensorlab import backend
+from tensorlab.ops.softmax import stable_exp
+from tensorlab.tensor import Function
+
+
+class CrossEntropy(Function):
+    def __init__(self, ignore_index=-100):
+        self.ignore_index = ignore_index
+
+    def forward(self, logits, targets):
+        _check_targets(logits, targets, self.ignore_index)
+        xp = backend.array_module(logits)
+        vocab = logits.shape[-1]
+        x = logits.reshape(-1, vocab)                          # (N, V)
+        t = targets.reshape(-1)                                # (N,)
+        self.valid = t != self.ignore_index
+        self.t = xp.where(self.valid, t, 0)                    # any class for ignored rows; masked below
+        self.rows = xp.arange(len(t))
+        e, m = stable_exp(x, axis=-1)
+        total = e.sum(axis=-1, keepdims=True)
+        self.p = e / total                                     # softmax, (N, V)
+        nll = (xp.log(total) + m)[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
+        self.count = int(self.valid.sum())
+        self.logits_shape = logits.shape
+        loss = (nll * self.valid).sum() / self.count if self.count else xp.asarray(float("nan"))
+        return xp.asarray(loss, dtype=logits.dtype)
+
+    def backward(self, gy):
+        # loss = mean_n (logsumexp(x_n) - x_n[t_n])  =>  gx_n = gy * (softmax(x_n) - onehot(t_n)) / N
+        scale = (gy / self.count) * self.valid[:, None]        # (N, 1); ignored rows get 0
+        gx = self.p * scale
+        gx[self.rows, self.t] -= scale[:, 0]
+        return gx.reshape(self.logits_shape), None
+
+
+def _check_targets(logits, targets, ignore_index):
+    if logits.ndim < 1 or logits.dtype.kind != "f":
+        raise TypeError(f"cross_entropy: logits must be a floating array of shape (..., V), "
+                        f"got shape {logits.shape} and dtype {logits.dtype}")
+    if targets.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: targets must be integer class ids, got dtype {targets.dtype} "
+                        f"(convert with .astype('int64') if they are whole numbers)")
+    if targets.shape != logits.shape[:-1]:
+        raise ValueError(f"cross_entropy: targets of shape {targets.shape} must have the logits' shape "
+                         f"without the class axis, {logits.shape[:-1]} (logits are {logits.shape})")
+    vocab = logits.shape[-1]
+    bad = ((targets < 0) | (targets >= vocab)) & (targets != ignore_index)
+    if bad.any():
+        first = tuple(int(i) for i in backend.array_module(bad).argwhere(bad)[0])
+        raise ValueError(f"cross_entropy: target {int(targets[first])} at position {first} is out of range; "
+                         f"class ids must be in [0, {vocab - 1}] for {vocab} classes "
+                         f"(or equal ignore_index={ignore_index})")

@@ -1,0 +1,207 @@
+"""Elementwise ops: arithmetic and the pointwise functions.
+
+Notation: x, y are inputs (or the output y of a unary op), gy the gradient flowing
+back from the output, gx / gy_ the gradients flowing to each input.
+"""
+import math
+
+import numpy as np
+
+from tensorlab import backend
+from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.tensor import Function
+
+
+class BinaryOp(Function):
+    """Shared by add/sub/mul/div: checks that the shapes broadcast, remembers them."""
+
+    def __call__(self, a, b):
+        shapes = [getattr(v, "shape", ()) for v in (a, b)]
+        broadcast_shape(type(self).__name__.lower(), *shapes)
+        return super().__call__(a, b)
+
+
+class Add(BinaryOp):
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return a + b
+
+    def backward(self, gy):
+        # z = a + b  =>  ga = gy, gb = gy (each summed over its broadcast axes)
+        return unbroadcast(gy, self.shapes[0]), unbroadcast(gy, self.shapes[1])
+
+
+class Sub(BinaryOp):
+    def forward(self, a, b):
+        self.shapes = a.shape, b.shape
+        return a - b
+
+    def backward(self, gy):
+        # z = a - b  =>  ga = gy, gb = -gy
+        return unbroadcast(gy, self.shapes[0]), unbroadcast(-gy, self.shapes[1])
+
+
+class Mul(BinaryOp):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b
+
+    def backward(self, gy):
+        # z = a * b  =>  ga = gy * b, gb = gy * a
+        return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)
+
+
+class Div(BinaryOp):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a / b
+
+    def backward(self, gy):
+        # z = a / b  =>  ga = gy / b, gb = -gy * a / b^2
+        ga = gy / self.b
+        return unbroadcast(ga, self.a.shape), unbroadcast(-ga * self.a / self.b, self.b.shape)
+
+
+class Neg(Function):
+    def forward(self, x):
+        return -x
+
+    def backward(self, gy):
+        # y = -x  =>  gx = -gy
+        return -gy
+
+
+class Pow(Function):
+    """x ** p for a Python number p (the exponent takes no gradient)."""
+
+    def __init__(self, exponent):
+        if not isinstance(exponent, (int, float)):
+            raise TypeError(f"pow: the exponent must be a Python int or float, got {type(exponent).__name__}")
+        self.exponent = exponent
+
+    def forward(self, x):
+        self.x = x
+        return x ** self.exponent
+
+    def backward(self, gy):
+        # y = x^p  =>  gx = gy * p * x^(p-1)
+        p = self.exponent
+        return gy * (p * self.x ** (p - 1))
+
+
+class Exp(Function):
+    def forward(self, x):
+        self.y = backend.array_module(x).exp(x)
+        return self.y
+
+    def backward(self, gy):
+        # y = exp(x)  =>  gx = gy * y
+        return gy * self.y
+
+
+class Log(Function):
+    def forward(self, x):
+        self.x = x
+        return backend.array_module(x).log(x)
+
+    def backward(self, gy):
+        # y = log(x)  =>  gx = gy / x
+        return gy / self.x
+
+
+class Sqrt(Function):
+    def forward(self, x):
+        self.y = backend.array_module(x).sqrt(x)
+        return self.y
+
+    def backward(self, gy):
+        # y = sqrt(x)  =>  gx = gy / (2 y)
+        return gy / (2 * self.y)
+
+
+class Tanh(Function):
+    def forward(self, x):
+        self.y = backend.array_module(x).tanh(x)
+        return self.y
+
+    def backward(self, gy):
+        # y = tanh(x)  =>  gx = gy * (1 - y^2)
+        return gy * (1 - self.y * self.y)
+
+
+class Sigmoid(Function):
+    def forward(self, x):
+        xp = backend.array_module(x)
+        # 1 / (1 + e^-x) written through tanh, which never overflows for large |x|
+        self.y = 0.5 * (xp.tanh(0.5 * x) + 1)
+        return self.y
+
+    def backward(self, gy):
+        # y = sigmoid(x)  =>  gx = gy * y * (1 - y)
+        return gy * self.y * (1 - self.y)
+
+
+class Relu(Function):
+    def forward(self, x):
+        self.positive = x > 0
+        return x * self.positive
+
+    def backward(self, gy):
+        # y = max(x, 0)  =>  gx = gy where x > 0, else 0 (0 at x = 0, as PyTorch)
+        return gy * self.positive
+
+
+class Gelu(Function):
+    """GELU: x * Phi(x) with Phi the standard normal CDF ('none'), or its tanh approximation ('tanh')."""
+
+    def __init__(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        xp = backend.array_module(x)
+        self.x = x
+        if self.approximate == "tanh":
+            self.t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+            return 0.5 * x * (1 + self.t)
+        self.cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
+        return x * self.cdf
+
+    def backward(self, gy):
+        x = self.x
+        if self.approximate == "tanh":
+            # y = x/2 (1 + t), t = tanh(u), u = c (x + 0.044715 x^3)
+            #   =>  gx = gy * (1/2 (1 + t) + x/2 (1 - t^2) c (1 + 3 * 0.044715 x^2))
+            du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+            return gy * (0.5 * (1 + self.t) + 0.5 * x * (1 - self.t * self.t) * du)
+        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+        xp = backend.array_module(x)
+        pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+        return gy * (self.cdf + x * pdf)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def _erf(x):
+    """The error function, elementwise, on NumPy or CuPy arrays (NumPy has none of its own)."""
+    if backend.is_cupy_array(x):
+        return backend.cupy_erf(x)
+    if x.dtype == np.float64:
+        return _erf_exact(x).astype(np.float64)  # exact to double precision, for float64 checks
+    return _erf_fast(x)
+
+
+_erf_exact = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_fast(x):
+    """erf with relative error below 1.2e-7 everywhere (Numerical Recipes' erfc Chebyshev fit)."""
+    z = np.abs(x)
+    t = 1 / (1 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(poly)
+    return np.sign(x) * (1 - erfc)

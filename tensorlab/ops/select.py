@@ -1,0 +1,45 @@
+"""Choosing between values elementwise: where and masked_fill."""
+from tensorlab import backend
+from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.tensor import Function
+
+
+def _as_bool_mask(op_name, mask):
+    if mask.dtype.kind != "b":
+        raise TypeError(f"{op_name}: the condition/mask must be a boolean array, got dtype {mask.dtype}")
+    return mask
+
+
+class Where(Function):
+    """where(condition, a, b): a where condition is True, else b (condition takes no gradient)."""
+
+    def forward(self, condition, a, b):
+        self.condition = _as_bool_mask("where", condition)
+        broadcast_shape("where", condition.shape, a.shape, b.shape)
+        self.a_shape, self.b_shape = a.shape, b.shape
+        return backend.array_module(a).where(condition, a, b)
+
+    def backward(self, gy):
+        # y = c ? a : b  =>  ga = gy where c, gb = gy where not c
+        xp = backend.array_module(gy)
+        zero = xp.zeros((), dtype=gy.dtype)
+        ga = xp.where(self.condition, gy, zero)
+        gb = xp.where(self.condition, zero, gy)
+        return None, unbroadcast(ga, self.a_shape), unbroadcast(gb, self.b_shape)
+
+
+class MaskedFill(Function):
+    """masked_fill(x, mask, value): x with `value` wherever mask is True (mask broadcasts to x)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def forward(self, x, mask):
+        self.mask = _as_bool_mask("masked_fill", mask)
+        if broadcast_shape("masked_fill", x.shape, mask.shape) != x.shape:
+            raise ValueError(f"masked_fill: mask of shape {mask.shape} must broadcast to x's shape {x.shape}")
+        return backend.array_module(x).where(mask, x.dtype.type(self.value), x)
+
+    def backward(self, gy):
+        # y = mask ? value : x  =>  gx = gy where the mask is False, 0 where it is True
+        return gy * ~self.mask, None

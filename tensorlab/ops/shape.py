@@ -1,0 +1,160 @@
+"""Shape ops: they move elements around, so their backward moves gradients back."""
+from tensorlab import backend
+from tensorlab.ops.axes import normalize_axis
+from tensorlab.tensor import Function
+
+
+class Reshape(Function):
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        try:
+            return x.reshape(self.shape)
+        except ValueError:
+            raise ValueError(f"reshape: cannot reshape an array of shape {x.shape} ({x.size} elements) "
+                             f"into shape {self.shape}") from None
+
+    def backward(self, gy):
+        # y = x viewed with another shape  =>  gx = gy viewed with x's shape
+        return gy.reshape(self.x_shape)
+
+
+class Transpose(Function):
+    """Permute axes; axes=None reverses them."""
+
+    def __init__(self, axes=None):
+        self.axes = axes
+
+    def forward(self, x):
+        axes = tuple(range(x.ndim))[::-1] if self.axes is None else tuple(a % max(x.ndim, 1) for a in self.axes)
+        if sorted(axes) != list(range(x.ndim)):
+            raise ValueError(f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
+        self.perm = axes
+        return x.transpose(axes)
+
+    def backward(self, gy):
+        # y = x with axes permuted by p  =>  gx = gy permuted by the inverse of p
+        inverse = [0] * len(self.perm)
+        for i, a in enumerate(self.perm):
+            inverse[a] = i
+        return gy.transpose(inverse)
+
+
+class GetItem(Function):
+    """x[index] for slices, ints, None, Ellipsis, boolean masks and integer arrays."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def forward(self, x):
+        self.index = _index_on_device(self.index, x)
+        self.x_shape = x.shape
+        try:
+            return x[self.index]
+        except IndexError as error:
+            raise IndexError(f"getitem: index {self.index!r} does not fit shape {x.shape}: {error}") from None
+
+    def backward(self, gy):
+        # y = x[i]  =>  gx[i] += gy; integer arrays may repeat an index, so scatter-add, never assign
+        xp = backend.array_module(gy)
+        gx = xp.zeros(self.x_shape, dtype=gy.dtype)
+        backend.scatter_add(gx, self.index, gy)
+        return gx
+
+
+def _index_on_device(index, x):
+    """Move integer or boolean index arrays (and Tensors) onto the device of x."""
+    from tensorlab.tensor import Tensor
+    parts = index if isinstance(index, tuple) else (index,)
+    moved = []
+    for part in parts:
+        if isinstance(part, Tensor):
+            part = part.data
+        if isinstance(part, list) or hasattr(part, "dtype"):
+            part = backend.array_module(x).asarray(backend.to_device(part, backend.device_of(x))
+                                                   if hasattr(part, "dtype") else part)
+        moved.append(part)
+    return tuple(moved) if isinstance(index, tuple) else moved[0]
+
+
+class Concatenate(Function):
+    def __init__(self, axis=0):
+        self.axis = axis
+
+    def forward(self, *xs):
+        axis = normalize_axis("concatenate", self.axis, xs[0].ndim)
+        _check_same_shape_except("concatenate", xs, axis)
+        self.axis, self.sizes = axis, [x.shape[axis] for x in xs]
+        return backend.array_module(xs[0]).concatenate(xs, axis=axis)
+
+    def backward(self, gy):
+        # y = [x_1 | x_2 | ...] along axis  =>  gx_k = the k-th slice of gy along that axis
+        return tuple(_split_at(gy, self.sizes, self.axis))
+
+
+class Stack(Function):
+    def __init__(self, axis=0):
+        self.axis = axis
+
+    def forward(self, *xs):
+        axis = normalize_axis("stack", self.axis, xs[0].ndim + 1)
+        _check_same_shape_except("stack", xs, None)
+        self.axis = axis
+        return backend.array_module(xs[0]).stack(xs, axis=axis)
+
+    def backward(self, gy):
+        # y[..., k, ...] = x_k  =>  gx_k = gy[..., k, ...]
+        xp = backend.array_module(gy)
+        return tuple(xp.take(gy, k, axis=self.axis) for k in range(gy.shape[self.axis]))
+
+
+class Split(Function):
+    """Split along an axis into pieces of the given sizes (a list) or into n equal pieces (an int)."""
+
+    def __init__(self, sizes_or_sections, axis=0):
+        self.sizes_or_sections, self.axis = sizes_or_sections, axis
+
+    def forward(self, x):
+        axis = normalize_axis("split", self.axis, x.ndim)
+        length, request = x.shape[axis], self.sizes_or_sections
+        if isinstance(request, int):
+            if request <= 0 or length % request:
+                raise ValueError(f"split: axis {axis} of shape {x.shape} has length {length}, "
+                                 f"which does not split into {request} equal pieces")
+            sizes = [length // request] * request
+        else:
+            sizes = list(request)
+            if sum(sizes) != length or min(sizes, default=0) < 0:
+                raise ValueError(f"split: sizes {sizes} must be non-negative and add up to {length}, "
+                                 f"the length of axis {axis} of shape {x.shape}")
+        self.axis = axis
+        return tuple(_split_at(x, sizes, axis))
+
+    def backward(self, *gys):
+        # y_k = k-th slice of x  =>  gx = [gy_1 | gy_2 | ...] along the axis
+        return backend.array_module(gys[0]).concatenate(gys, axis=self.axis)
+
+
+def _split_at(x, sizes, axis):
+    """Slices of x along `axis` with the given lengths."""
+    pieces, start = [], 0
+    for size in sizes:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, start + size)
+        pieces.append(x[tuple(index)])
+        start += size
+    return pieces
+
+
+def _check_same_shape_except(op_name, xs, axis):
+    """Every array must have the first one's shape, except along `axis` (None: on every axis)."""
+    first = xs[0].shape
+    for x in xs[1:]:
+        same = len(x.shape) == len(first) and all(
+            a == b for i, (a, b) in enumerate(zip(x.shape, first)) if i != axis)
+        if not same:
+            along = f" except along axis {axis}" if axis is not None else ""
+            shapes = ", ".join(str(x.shape) for x in xs)
+            raise ValueError(f"{op_name}: all inputs must have the same shape{along}; got {shapes}")

@@ -1,0 +1,58 @@
+"""Softmax and log-softmax along one axis, computed stably.
+
+softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) for any m; taking m = max_j x_j keeps
+every exponent <= 0, so nothing overflows.
+"""
+from tensorlab import backend
+from tensorlab.ops.axes import normalize_axis
+from tensorlab.tensor import Function
+
+
+def stable_exp(x, axis):
+    """exp(x - max(x)) along `axis`, and that max; a row that is all -inf uses 0 as its max."""
+    xp = backend.array_module(x)
+    m = x.max(axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    return xp.exp(x - m), m
+
+
+class Softmax(Function):
+    """A row that is entirely -inf (fully masked) gives all zeros and passes no gradient.
+
+    PyTorch gives NaN there; zeros are what attention over nothing should contribute.
+    """
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.axis = normalize_axis("softmax", self.axis, x.ndim)
+        e, _ = stable_exp(x, self.axis)
+        total = e.sum(axis=self.axis, keepdims=True)
+        total[total == 0] = 1  # fully masked rows: 0 / 1 = 0 instead of 0 / 0
+        self.y = e / total
+        return self.y
+
+    def backward(self, gy):
+        # y = softmax(x)  =>  gx = y * (gy - sum_j gy_j y_j)
+        y = self.y
+        return y * (gy - (gy * y).sum(axis=self.axis, keepdims=True))
+
+
+class LogSoftmax(Function):
+    """log(softmax(x)) = x - m - log(sum_j exp(x_j - m)). A row that is all -inf gives NaN, as in PyTorch."""
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.axis = normalize_axis("log_softmax", self.axis, x.ndim)
+        xp = backend.array_module(x)
+        e, m = stable_exp(x, self.axis)
+        self.y = x - m - xp.log(e.sum(axis=self.axis, keepdims=True))
+        return self.y
+
+    def backward(self, gy):
+        # y = log softmax(x)  =>  gx = gy - softmax(x) * sum_j gy_j,  softmax(x) = exp(y)
+        xp = backend.array_module(gy)
+        return gy - xp.exp(self.y) * gy.sum(axis=self.axis, keepdims=True)

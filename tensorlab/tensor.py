@@ -1,0 +1,334 @@
+"""Tensor, Function and the backward walk: the whole of reverse-mode autodiff.
+
+A Tensor wraps a backend array (`.data`). Every op is a `Function`: its
+`forward` computes on plain arrays, and when gradients are wanted the output
+tensor remembers the Function that made it (`.creator`). The creators, linked
+through their `.inputs`, form a directed acyclic graph. `loss.backward()`
+orders that graph so every node comes after everything that uses it (a reverse
+topological order) and hands each Function the gradient of the loss with
+respect to its outputs; the Function returns the gradient with respect to its
+inputs (the chain rule, one node at a time).
+
+Gradients accumulate: each `backward()` adds into the `.grad` of the leaves
+(tensors made by the user with requires_grad=True), exactly as in PyTorch, until
+you clear them (`x.grad = None`, or `optimizer.zero_grad()`). Intermediate
+tensors keep no `.grad`. After `backward()` the graph is released, so a second
+`backward()` through it is an error unless the first one passed retain_graph=True.
+"""
+import contextlib
+
+import numpy as np
+
+from tensorlab import backend
+
+_grad_enabled = True
+
+
+@contextlib.contextmanager
+def no_grad():
+    """Inside this block ops record no graph: for evaluation and optimizer updates."""
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, False
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+def is_grad_enabled():
+    """False inside `no_grad()`."""
+    return _grad_enabled
+
+
+class Tensor:
+    """An n-dimensional array that remembers how it was computed."""
+
+    # Make NumPy hand `ndarray + Tensor` to Tensor.__radd__ instead of looping over elements.
+    __array_ufunc__ = None
+
+    def __init__(self, data, requires_grad=False):
+        if requires_grad and data.dtype.kind != "f":
+            raise TypeError(f"only floating-point tensors can require gradients, got dtype {data.dtype}")
+        self.data = data
+        self.grad = None
+        self.requires_grad = requires_grad
+        self.creator = None      # the Function that produced this tensor, None for leaves
+        self.output_index = 0    # which of the creator's outputs this tensor is
+
+    # ----- array facts -------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def size(self):
+        return self.data.size
+
+    @property
+    def device(self):
+        return backend.device_of(self.data)
+
+    @property
+    def is_leaf(self):
+        return self.creator is None
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        device = ", device='cuda'" if self.device == "cuda" else ""
+        return f"tensor({body}, dtype={self.dtype}{device}{grad})"
+
+    # ----- leaving the graph -------------------------------------------------------------------
+    def numpy(self):
+        """A NumPy copy of the data on the host."""
+        return np.array(backend.to_device(self.data, "cpu"), copy=True)
+
+    def item(self):
+        """The single value of a one-element tensor as a Python number."""
+        if self.size != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self.data.reshape(()).item()
+
+    def detach(self):
+        """The same data, cut off from the graph (shares memory, requires no grad)."""
+        return Tensor(self.data)
+
+    def to(self, device):
+        """A copy on 'cpu' or 'cuda' that is a leaf; the same tensor if it is already there."""
+        backend.check_device_name(device)
+        if device == self.device:
+            return self
+        return Tensor(backend.to_device(self.data, device), requires_grad=self.requires_grad)
+
+    def astype(self, dtype):
+        """A copy with another dtype (a leaf, like `.to`)."""
+        return Tensor(self.data.astype(dtype), requires_grad=self.requires_grad)
+
+    # ----- the backward walk -------------------------------------------------------------------
+    def backward(self, grad=None, retain_graph=False):
+        """Add d(self)/d(leaf) * grad into the .grad of every leaf that requires grad.
+
+        `grad` is the gradient of some final scalar with respect to this tensor; it
+        defaults to 1 when this tensor holds a single number.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward(): this tensor does not require grad; "
+                               "create the inputs with requires_grad=True")
+        grad = self._initial_grad(grad)
+        if self.creator is None:
+            _accumulate_into_leaf(self, grad)
+            return
+        pending = {self.creator: _empty_slots(self.creator)}
+        pending[self.creator][self.output_index] = grad
+        order = topological_order(self.creator)
+        for fn in reversed(order):
+            slots = pending.pop(fn, None)
+            if slots is None:  # every consumer returned None for it: no gradient flows here
+                continue
+            output_grads = _fill_missing(fn, slots)
+            input_grads = fn.backward(*output_grads)
+            if not isinstance(input_grads, tuple):
+                input_grads = (input_grads,)
+            for tensor, gx in zip(fn.inputs, input_grads):
+                if gx is None or not tensor.requires_grad:
+                    continue
+                _check_grad(fn, tensor, gx)
+                if tensor.creator is None:
+                    _accumulate_into_leaf(tensor, gx)
+                else:
+                    slots = pending.setdefault(tensor.creator, _empty_slots(tensor.creator))
+                    i = tensor.output_index
+                    slots[i] = gx if slots[i] is None else slots[i] + gx
+            if not retain_graph:
+                fn.release()
+
+    def _initial_grad(self, grad):
+        xp = backend.array_module(self.data)
+        if grad is None:
+            if self.size != 1:
+                raise RuntimeError(
+                    f"backward() without a gradient needs a one-element tensor, but this one has shape "
+                    f"{self.shape}; reduce it first (e.g. .sum()) or pass grad= of shape {self.shape}")
+            return xp.ones_like(self.data)
+        grad = grad.data if isinstance(grad, Tensor) else xp.asarray(grad, dtype=self.dtype)
+        if grad.shape != self.shape:
+            raise ValueError(f"backward(): grad has shape {grad.shape}, expected {self.shape}")
+        return grad
+
+    # ----- operators and array methods (NumPy names); the ops live in tensorlab.ops -----------
+    def __add__(self, other): return F.add(self, other)
+    def __radd__(self, other): return F.add(other, self)
+    def __sub__(self, other): return F.sub(self, other)
+    def __rsub__(self, other): return F.sub(other, self)
+    def __mul__(self, other): return F.mul(self, other)
+    def __rmul__(self, other): return F.mul(other, self)
+    def __truediv__(self, other): return F.div(self, other)
+    def __rtruediv__(self, other): return F.div(other, self)
+    def __neg__(self): return F.neg(self)
+    def __pow__(self, exponent): return F.pow(self, exponent)
+    def __matmul__(self, other): return F.matmul(self, other)
+    def __rmatmul__(self, other): return F.matmul(other, self)
+    def __getitem__(self, index): return F.getitem(self, index)
+
+    def sum(self, axis=None, keepdims=False): return F.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return F.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return F.max(self, axis=axis, keepdims=keepdims)
+    def exp(self): return F.exp(self)
+    def log(self): return F.log(self)
+    def sqrt(self): return F.sqrt(self)
+    def tanh(self): return F.tanh(self)
+    def sigmoid(self): return F.sigmoid(self)
+    def relu(self): return F.relu(self)
+    def swapaxes(self, axis1, axis2): return F.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape):
+        """Same data, new shape; accepts reshape(2, 3) and reshape((2, 3)) like NumPy."""
+        return F.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+    def transpose(self, *axes):
+        """Permute axes; no axes reverses them, like NumPy."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return F.transpose(self, tuple(axes) or None)
+
+    @property
+    def T(self):
+        return F.transpose(self, None)
+
+
+def tensor(data, requires_grad=False, dtype=None, device=None):
+    """Make a leaf Tensor from a list, scalar or array.
+
+    Python floats become float32 (the default dtype), Python ints int64; an array
+    keeps its dtype unless `dtype` is given. `device` is 'cpu' (default) or 'cuda'.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    if device is None:
+        device = backend.device_of(data)
+    xp = backend.module_for(device)
+    if dtype is None and not hasattr(data, "dtype"):
+        probe = np.asarray(data)
+        dtype = np.float32 if probe.dtype.kind == "f" else probe.dtype
+    array = xp.array(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
+    return Tensor(array, requires_grad=requires_grad)
+
+
+class Function:
+    """One op: `forward` on backend arrays, `backward` from output to input gradients.
+
+    Subclasses implement `forward(self, *xs)` returning an array (or a tuple of
+    arrays for several outputs) and `backward(self, *gys)` returning one gradient
+    per input (None for inputs that take no gradient, such as integer ids). Anything
+    backward needs from forward is kept on `self`. Non-tensor settings (an axis, a
+    probability) go to `__init__`.
+    """
+
+    def __call__(self, *inputs):
+        tensors = [_as_tensor(x, inputs) for x in inputs]
+        backend.same_device(type(self).__name__.lower(), [t.data for t in tensors])
+        outputs = self.forward(*[t.data for t in tensors])
+        single = not isinstance(outputs, tuple)
+        outputs = (outputs,) if single else outputs
+        needs_graph = _grad_enabled and any(t.requires_grad for t in tensors)
+        results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
+        if needs_graph:
+            self.inputs = tensors
+            self.output_meta = [(y.shape, y.dtype) for y in outputs]
+            for i, result in enumerate(results):
+                result.creator, result.output_index = self, i
+        return results[0] if single else tuple(results)
+
+    def forward(self, *xs):
+        raise NotImplementedError
+
+    def backward(self, *gys):
+        raise NotImplementedError
+
+    def release(self):
+        """Drop the inputs and everything saved for backward, freeing their memory."""
+        self.__dict__.clear()
+        self.inputs = None
+
+
+def topological_order(root):
+    """Every Function reachable from `root`, each after all the Functions it takes input from.
+
+    Iterative depth-first search (no recursion, so a chain of 100,000 ops is fine).
+    """
+    order, visited = [], set()
+    stack = [(root, False)]
+    while stack:
+        fn, children_done = stack.pop()
+        if children_done:
+            order.append(fn)
+            continue
+        if fn in visited:
+            continue
+        if fn.inputs is None:
+            raise RuntimeError(
+                f"backward() through {type(fn).__name__} a second time: its graph was freed by the first "
+                f"backward(); call backward(retain_graph=True) the first time if you need to do this")
+        visited.add(fn)
+        stack.append((fn, True))
+        for t in fn.inputs:
+            if t.creator is not None and t.creator not in visited:
+                stack.append((t.creator, False))
+    return order
+
+
+def _as_tensor(x, inputs):
+    """Wrap a Python scalar or array as a constant Tensor on the device of the other inputs.
+
+    A Python scalar takes the dtype of the first floating tensor among `inputs`, so
+    float32 stays float32 (`x * 2.0` must not turn into float64).
+    """
+    if isinstance(x, Tensor):
+        return x
+    like = next((t for t in inputs if isinstance(t, Tensor)), None)
+    if like is None:
+        return tensor(x)
+    xp = backend.array_module(like.data)
+    if isinstance(x, (bool, int, float)) and like.dtype.kind == "f":
+        return Tensor(xp.asarray(x, dtype=like.dtype))
+    return Tensor(xp.asarray(backend.to_device(x, like.device) if hasattr(x, "dtype") else x))
+
+
+def _empty_slots(fn):
+    return [None] * len(fn.output_meta)
+
+
+def _fill_missing(fn, grads):
+    """Outputs that did not reach the loss get a zero gradient."""
+    xp = backend.array_module(fn.inputs[0].data)
+    return [xp.zeros(shape, dtype) if g is None else g for g, (shape, dtype) in zip(grads, fn.output_meta)]
+
+
+def _check_grad(fn, tensor, gx):
+    """Catch a wrong backward at the op that produced it, not three ops later."""
+    if gx.shape != tensor.shape or gx.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"{type(fn).__name__}.backward returned a gradient of shape {gx.shape} and dtype {gx.dtype} "
+            f"for an input of shape {tensor.shape} and dtype {tensor.dtype}; they must match")
+
+
+def _accumulate_into_leaf(tensor, gx):
+    if tensor.grad is None:
+        tensor.grad = gx.copy()  # a copy: gx may be shared with another input's gradient
+    else:
+        tensor.grad += gx
+
+
+# Imported last: functional builds on the ops, and the ops build on Function above.
+from tensorlab import functional as F  # noqa: E402
