@@ -11,6 +11,7 @@ from tensorlab.ops import shape as _shape
 from tensorlab.ops.cross_entropy import CrossEntropy
 from tensorlab.ops.dropout import Dropout
 from tensorlab.ops.embedding import Embedding
+from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
 from tensorlab.ops.norm import LayerNorm, RMSNorm
 from tensorlab.ops.reduce import Max, Mean, Sum
@@ -21,7 +22,7 @@ from tensorlab.tensor import Tensor
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
     "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split",
-    "matmul", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
+    "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
     "rms_norm", "layer_norm", "dropout",
 ]
 
@@ -103,6 +104,11 @@ def split(x, sizes_or_sections, axis=0):
 def matmul(a, b):
     """Matrix product a @ b; leading (batch) axes broadcast, 1-D operands are vectors, as in NumPy."""
     return MatMul()(a, b)
+
+
+def linear(x, weight, bias=None):
+    """x W^T + b with weight (out, in), as torch.nn.functional.linear; one fused op."""
+    return Linear()(x, weight) if bias is None else Linear()(x, weight, bias)
 
 
 def where(condition, a, b):
