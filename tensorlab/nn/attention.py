@@ -1,0 +1,62 @@
+"""Causal multi-head self-attention, written out step by step.
+
+Shape letters: B batch, T time, C = d_model channels, H heads, D = C / H per head.
+Each position t looks at positions 0..t only (the causal mask), through H heads
+that each attend in their own D-dimensional subspace:
+    att = softmax(q k^T / sqrt(D) with future positions set to -inf),  y = att v
+"""
+import numpy as np
+
+from tensorlab import backend
+from tensorlab import functional as F
+from tensorlab.nn import init
+from tensorlab.nn.layers import Dropout, Linear
+from tensorlab.nn.module import Module
+from tensorlab.nn.positional import apply_rope, rope_tables
+from tensorlab.tensor import Tensor
+
+
+class CausalSelfAttention(Module):
+    """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
+        self.n_heads, self.rope = n_heads, rope
+        self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
+        self.proj = Linear(d_model, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
+        self.attn_dropout = Dropout(dropout)
+        self.resid_dropout = Dropout(dropout)
+        self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, built once per shape
+
+    def forward(self, x, return_attention=False):
+        B, T, C = x.shape
+        H, D = self.n_heads, C // self.n_heads
+        q, k, v = F.split(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
+        q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
+        if self.rope:
+            cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(D))         # (B, H, T, T)
+        scores = F.masked_fill(scores, self._constant("future", T, x), -np.inf)
+        att = F.softmax(scores, axis=-1)                                # (B, H, T, T), rows sum to 1
+        y = self.attn_dropout(att) @ v                                  # (B, H, T, D)
+        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)                    # heads side by side again
+        y = self.resid_dropout(self.proj(y))                            # (B, T, C)
+        return (y, att) if return_attention else y
+
+    def _constant(self, name, T, like):
+        """The causal mask ('future': True above the diagonal) or a RoPE table, cached per length and device."""
+        key = (name, T, like.device, like.dtype)
+        if key not in self._constants:
+            if name == "future":
+                array = np.triu(np.ones((T, T), dtype=bool), k=1)       # (T, T): True where key is after query
+            else:
+                cos, sin = rope_tables(T, like.shape[-1] // self.n_heads)
+                array = (cos if name == "cos" else sin).astype(like.dtype)
+            self._constants[key] = Tensor(backend.to_device(array, like.device))
+        return self._constants[key]
+
+    def extra_repr(self):
+        return f"n_heads={self.n_heads}, rope={self.rope}"
