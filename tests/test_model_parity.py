@@ -1,0 +1,107 @@
+"""TinyTransformerLM against its PyTorch twin: logits, loss and every gradient, for each positional encoding."""
+import numpy as np
+import pytest
+import torch
+
+import tensorlab
+from models.config import ModelConfig
+from models.transformer import TinyTransformerLM
+from tests.torch_twin import twin_of
+
+TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
+ENCODINGS = ["sinusoidal", "learned", "rope"]
+
+
+def relative_error(ours, theirs):
+    """max |ours - theirs| / max |theirs|: the error relative to the tensor's scale."""
+    theirs = np.asarray(theirs, dtype=np.float64)
+    return float(np.abs(np.asarray(ours, dtype=np.float64) - theirs).max() / max(np.abs(theirs).max(), 1e-30))
+
+
+def small_config(**overrides):
+    values = dict(vocab_size=37, context_len=12, d_model=16, n_layers=2, n_heads=4, d_ff=24, dropout=0.0)
+    values.update(overrides)
+    return ModelConfig(**values)
+
+
+def batch(config, seed=0, B=3, T=10):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, config.vocab_size, size=(B, T + 1))
+    return ids[:, :-1], ids[:, 1:]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("tie", [True, False])
+@pytest.mark.parametrize("pos", ENCODINGS)
+def test_logits_loss_and_every_gradient_match_pytorch(pos, tie, dtype):
+    tensorlab.manual_seed(1)
+    model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=tie, dtype=dtype))
+    twin = twin_of(model)
+    x, y = batch(model.config)
+    logits, loss = model(x, y)
+    loss.backward()
+    t_logits, t_loss = twin(torch.from_numpy(x), torch.from_numpy(y))
+    t_loss.backward()
+    tol = TOLERANCE[dtype]
+    assert logits.dtype == np.dtype(dtype) and loss.dtype == np.dtype(dtype)
+    assert relative_error(logits.data, t_logits.detach().numpy()) <= tol
+    assert relative_error(loss.data, t_loss.detach().numpy()) <= tol
+    torch_params = dict(twin.named_parameters())
+    assert [n for n, _ in model.named_parameters()] == list(torch_params)
+    for name, p in model.named_parameters():
+        assert p.grad.dtype == np.dtype(dtype), name
+        err = relative_error(p.grad, torch_params[name].grad.numpy())
+        assert err <= tol, f"{name}: relative error {err:.2e} > {tol}"
+
+
+@pytest.mark.parametrize("pos", ENCODINGS)
+def test_causal_mask_later_positions_get_exactly_zero_gradient(pos):
+    """The output at position t must not depend on any input after t: those gradients are exactly 0."""
+    tensorlab.manual_seed(2)
+    config = small_config(pos_encoding=pos, tie_weights=False, dtype="float64", vocab_size=40)
+    model = TinyTransformerLM(config)
+    T, t = 10, 4
+    prefix = np.arange(t + 1)                              # ids 0..4 at positions 0..t
+    future = np.arange(20, 20 + T - t - 1)                 # ids used only after position t
+    ids = np.concatenate([prefix, future])[None, :]        # (1, T)
+    logits, _ = model(ids)
+    upstream = np.random.default_rng(0).standard_normal(logits.shape)
+    upstream[:, t + 1:] = 0                                # look at outputs 0..t only
+    logits.backward(upstream)
+    grad_rows = model.tok_emb.weight.grad
+    assert np.all(grad_rows[future] == 0.0)
+    assert np.all(np.abs(grad_rows[prefix]).sum(axis=1) > 0)
+    # and at the attention level: the weights above the diagonal are exactly 0
+    _, _, attentions = model(ids, return_attention=True)
+    for att in attentions:
+        assert np.all(np.triu(att.data[0], k=1) == 0.0)
+        np.testing.assert_allclose(att.data.sum(axis=-1), 1.0, rtol=1e-12)
+
+
+def test_state_dict_round_trips_through_npz_and_into_pytorch(tmp_path):
+    tensorlab.manual_seed(3)
+    config = small_config(pos_encoding="learned", tie_weights=False, dtype="float64")
+    model = TinyTransformerLM(config)
+    path = tmp_path / "weights.npz"
+    np.savez(path, **model.state_dict())
+    tensorlab.manual_seed(4)
+    restored = TinyTransformerLM(config)
+    with np.load(path, allow_pickle=False) as arrays:
+        restored.load_state_dict({name: arrays[name] for name in arrays.files})
+    x, _ = batch(config)
+    np.testing.assert_array_equal(restored(x)[0].data, model(x)[0].data)
+    twin = twin_of(restored)
+    back = TinyTransformerLM(config)
+    back.load_state_dict({name: t.detach().numpy() for name, t in twin.state_dict().items()})
+    np.testing.assert_array_equal(back(x)[0].data, model(x)[0].data)
+    assert relative_error(model(x)[0].data, twin(torch.from_numpy(x))[0].detach().numpy()) <= 1e-12
+
+
+def test_load_state_dict_names_missing_unexpected_and_misshaped_entries():
+    model = TinyTransformerLM(small_config(tie_weights=False))
+    state = dict(model.state_dict())
+    state.pop("head.weight")
+    state["extra.weight"] = np.zeros(3)
+    state["norm.weight"] = np.zeros(5)
+    with pytest.raises(ValueError, match=r"missing: head.weight.*unexpected: extra.weight.*norm.weight: got \(5,\)"):
+        model.load_state_dict(state)

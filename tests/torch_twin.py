@@ -1,0 +1,119 @@
+"""The PyTorch twin of models.transformer.TinyTransformerLM, written independently with torch.nn.
+
+Its state_dict has the same names and shapes, so weights copy both ways with a dict
+comprehension. Torch appears only in tests and bench.
+"""
+import math
+
+import torch
+import torch.nn.functional as TF
+from torch import nn
+
+
+def rope_tables(T, D, dtype):
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)        # (D/2,)
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)              # (T, D/2)
+    angles = torch.cat([angles, angles], dim=-1)                                      # (T, D)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def sinusoidal_table(T, C, dtype):
+    position = torch.arange(T, dtype=torch.float64)[:, None]
+    div = torch.pow(10000.0, torch.arange(0, C, 2, dtype=torch.float64) / C)
+    table = torch.zeros(T, C, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position / div)
+    table[:, 1::2] = torch.cos(position / div[: C // 2])
+    return table.to(dtype)
+
+
+class TorchAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.n_heads, self.rope = c.n_heads, c.pos_encoding == "rope"
+        self.qkv = nn.Linear(c.d_model, 3 * c.d_model, bias=c.bias)
+        self.proj = nn.Linear(c.d_model, c.d_model, bias=c.bias)
+        self.attn_dropout = nn.Dropout(c.dropout)
+        self.resid_dropout = nn.Dropout(c.dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H, D = self.n_heads, C // self.n_heads
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q, k, v = (t.view(B, T, H, D).transpose(1, 2) for t in (q, k, v))
+        if self.rope:
+            cos, sin = rope_tables(T, D, x.dtype)
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+        future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        att = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        y = (self.attn_dropout(att) @ v).transpose(1, 2).reshape(B, T, C)
+        return self.resid_dropout(self.proj(y))
+
+
+class TorchFeedForward(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.activation = c.activation
+        self.fc = nn.Linear(c.d_model, c.d_ff, bias=c.bias)
+        self.proj = nn.Linear(c.d_ff, c.d_model, bias=c.bias)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def forward(self, x):
+        h = TF.gelu(self.fc(x)) if self.activation == "gelu" else TF.relu(self.fc(x))
+        return self.dropout(self.proj(h))
+
+
+class TorchBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.norm1 = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        self.attn = TorchAttention(c)
+        self.norm2 = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        self.ffn = TorchFeedForward(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.ffn(self.norm2(x))
+
+
+class TorchTinyLM(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        if c.pos_encoding == "learned":
+            self.pos_emb = nn.Embedding(c.context_len, c.d_model)
+        self.emb_dropout = nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(TorchBlock(c) for _ in range(c.n_layers))
+        self.norm = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        if not c.tie_weights:
+            self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+
+    def forward(self, ids, targets=None):
+        T = ids.shape[1]
+        x = self.tok_emb(ids)
+        if self.c.pos_encoding == "learned":
+            x = x + self.pos_emb(torch.arange(T))
+        elif self.c.pos_encoding == "sinusoidal":
+            x = x + sinusoidal_table(T, self.c.d_model, x.dtype)
+        x = self.emb_dropout(x)
+        for block in self.blocks:
+            x = block(x)
+        x = self.norm(x)
+        logits = x @ (self.tok_emb.weight if self.c.tie_weights else self.head.weight).T
+        loss = None if targets is None else TF.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        return logits, loss
+
+
+def twin_of(model):
+    """A TorchTinyLM with the tensorlab model's config and a copy of its weights."""
+    c = model.config
+    twin = TorchTinyLM(c).to(getattr(torch, c.dtype))
+    twin.load_state_dict({name: torch.from_numpy(array.copy()) for name, array in model.state_dict().items()})
+    return twin
