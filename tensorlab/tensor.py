@@ -23,6 +23,10 @@ from tensorlab import backend
 
 _grad_enabled = True
 
+# Callbacks observer(fn, output_grads, input_grads) that backward() calls after each
+# Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
+backward_observers = []
+
 
 @contextlib.contextmanager
 def no_grad():
@@ -140,6 +144,8 @@ class Tensor:
             input_grads = fn.backward(*output_grads)
             if not isinstance(input_grads, tuple):
                 input_grads = (input_grads,)
+            for observe in backward_observers:
+                observe(fn, output_grads, input_grads)
             for tensor, gx in zip(fn.inputs, input_grads):
                 if gx is None or not tensor.requires_grad:
                     continue
