@@ -149,7 +149,7 @@ class Tensor:
             for tensor, gx in zip(fn.inputs, input_grads):
                 if gx is None or not tensor.requires_grad:
                     continue
-                _check_grad(fn, tensor, gx)
+                gx = _check_grad(fn, tensor, gx)
                 if tensor.creator is None:
                     _accumulate_into_leaf(tensor, gx)
                 else:
@@ -322,11 +322,19 @@ def _fill_missing(fn, grads):
 
 
 def _check_grad(fn, tensor, gx):
-    """Catch a wrong backward at the op that produced it, not three ops later."""
+    """Catch a wrong backward at the op that produced it, not three ops later; return gx.
+
+    An op that promoted an input (float32 * float64 gives float64) hands back that input's
+    gradient in the promoted dtype: it is cast back to the input's own dtype, as in PyTorch.
+    """
+    promoted = gx.dtype != tensor.dtype and any(gx.dtype == dtype for _, dtype in fn.output_meta)
+    if gx.shape == tensor.shape and promoted and tensor.dtype.kind == "f":
+        return gx.astype(tensor.dtype)
     if gx.shape != tensor.shape or gx.dtype != tensor.dtype:
         raise RuntimeError(
             f"{type(fn).__name__}.backward returned a gradient of shape {gx.shape} and dtype {gx.dtype} "
             f"for an input of shape {tensor.shape} and dtype {tensor.dtype}; they must match")
+    return gx
 
 
 def _accumulate_into_leaf(tensor, gx):
