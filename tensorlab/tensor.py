@@ -302,7 +302,9 @@ def _as_tensor(x, inputs):
     """
     if isinstance(x, Tensor):
         return x
-    like = next((t for t in inputs if isinstance(t, Tensor)), None)
+    tensors = [t for t in inputs if isinstance(t, Tensor)]
+    floating = [t for t in tensors if t.dtype.kind == "f"]
+    like = floating[0] if floating else tensors[0] if tensors else None  # where(bool_mask, x, 0.0): x
     if like is None:
         return tensor(x)
     xp = backend.array_module(like.data)
