@@ -167,7 +167,7 @@ class Tensor:
                     f"backward() without a gradient needs a one-element tensor, but this one has shape "
                     f"{self.shape}; reduce it first (e.g. .sum()) or pass grad= of shape {self.shape}")
             return xp.ones_like(self.data)
-        grad = grad.data if isinstance(grad, Tensor) else xp.asarray(grad, dtype=self.dtype)
+        grad = xp.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
         if grad.shape != self.shape:
             raise ValueError(f"backward(): grad has shape {grad.shape}, expected {self.shape}")
         return grad
