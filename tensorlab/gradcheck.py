@@ -120,7 +120,9 @@ def _float64_copy(x):
         return x
     if x.dtype.kind != "f":
         return Tensor(x.data)
-    return Tensor(x.data.astype(np.float64), requires_grad=x.requires_grad)
+    # C order: _central_differences nudges elements through a reshape(-1) view, which would be a
+    # copy (and the nudges lost) for the F-ordered copy that astype makes of a transposed array
+    return Tensor(x.data.astype(np.float64, order="C"), requires_grad=x.requires_grad)
 
 
 def _central_differences(loss, data, eps):
