@@ -8,6 +8,7 @@ ones (eps, p, training, ignore_index, approximate).
 from tensorlab import backend
 from tensorlab.ops import elementwise as _ew
 from tensorlab.ops import shape as _shape
+from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.cross_entropy import CrossEntropy
 from tensorlab.ops.dropout import Dropout
 from tensorlab.ops.embedding import Embedding
@@ -74,6 +75,7 @@ def transpose(x, axes=None):
 def swapaxes(x, axis1, axis2):
     """Exchange two axes."""
     axes = list(range(x.ndim))
+    axis1, axis2 = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return _shape.Transpose(axes)(x)
 

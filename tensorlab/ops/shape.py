@@ -28,7 +28,8 @@ class Transpose(Function):
         self.axes = axes
 
     def forward(self, x):
-        axes = tuple(range(x.ndim))[::-1] if self.axes is None else tuple(a % max(x.ndim, 1) for a in self.axes)
+        axes = tuple(range(x.ndim))[::-1] if self.axes is None else \
+            tuple(normalize_axis("transpose", a, x.ndim) for a in self.axes)
         if sorted(axes) != list(range(x.ndim)):
             raise ValueError(f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
         self.perm = axes
