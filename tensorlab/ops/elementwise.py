@@ -84,8 +84,10 @@ class Pow(Function):
         return x ** self.exponent
 
     def backward(self, gy):
-        # y = x^p  =>  gx = gy * p * x^(p-1)
+        # y = x^p  =>  gx = gy * p * x^(p-1)  (and 0 for p = 0, where x^-1 would give 0 * inf at x = 0)
         p = self.exponent
+        if p == 0:
+            return backend.array_module(gy).zeros_like(gy)
         return gy * (p * self.x ** (p - 1))
 
 
