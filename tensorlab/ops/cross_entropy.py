@@ -35,7 +35,8 @@ class CrossEntropy(Function):
 
     def backward(self, gy):
         # loss = mean_n (logsumexp(x_n) - x_n[t_n])  =>  gx_n = gy * (softmax(x_n) - onehot(t_n)) / N
-        scale = (gy / self.count) * self.valid[:, None]        # (N, 1); ignored rows get 0
+        # (every target ignored: the loss is NaN as in PyTorch, but the gradient is 0, not 0/0)
+        scale = (gy / max(self.count, 1)) * self.valid[:, None]  # (N, 1); ignored rows get 0
         gx = self.p * scale
         gx[self.rows, self.t] -= scale[:, 0]
         return gx.reshape(self.logits_shape), None
