@@ -351,3 +351,21 @@ def test_weight_decay_groups_split_by_dimension():
     optimizer = AdamW(weight_decay_groups(dict(named), 0.1), lr=1e-3)
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
 
+
+
+def test_state_dict_survives_a_checkpoint_file(tmp_path):
+    """Through tensorlab.serialization (JSON + npz): keys become strings, betas a list; loading still works."""
+    from tensorlab import serialization
+    grads = make_grads(np.float32, steps=6)
+    straight = make_params(np.float32)
+    run(AdamW(adamw_groups(straight), lr=1e-2), straight, grads)
+
+    params = make_params(np.float32)
+    first = AdamW(adamw_groups(params), lr=1e-2)
+    run(first, params, grads[:3])
+    serialization.save({"optimizer": first.state_dict()}, tmp_path / "ckpt")
+    second = AdamW(adamw_groups(params), lr=1e-2)
+    second.load_state_dict(serialization.load(tmp_path / "ckpt")["optimizer"])
+    run(second, params, grads[3:])
+    for p, q in zip(params, straight):
+        assert p.data.dtype == np.float32 and np.array_equal(p.data, q.data)
