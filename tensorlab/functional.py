@@ -9,6 +9,7 @@ from tensorlab import backend
 from tensorlab.ops import elementwise as _ew
 from tensorlab.ops import shape as _shape
 from tensorlab.ops.axes import normalize_axis
+from tensorlab.ops.attention import CausalAttention
 from tensorlab.ops.cross_entropy import CrossEntropy
 from tensorlab.ops.dropout import Dropout
 from tensorlab.ops.embedding import Embedding
@@ -24,7 +25,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
     "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split",
     "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
-    "rms_norm", "layer_norm", "dropout",
+    "rms_norm", "layer_norm", "dropout", "causal_attention",
 ]
 
 
@@ -171,3 +172,8 @@ def _filled_like_last_axis(x, value):
 def _check_nonempty(op_name, tensors):
     if len(tensors) == 0:
         raise ValueError(f"{op_name}: needs at least one tensor, got an empty sequence")
+
+
+def causal_attention(q, k, v, dropout_p=0.0, training=False):
+    """softmax(q k^T / sqrt(D) + causal mask) (dropout) v for (B, H, T, D) inputs, as one fused op."""
+    return CausalAttention(dropout_p, training)(q, k, v)

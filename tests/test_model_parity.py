@@ -105,3 +105,26 @@ def test_load_state_dict_names_missing_unexpected_and_misshaped_entries():
     state["norm.weight"] = np.zeros(5)
     with pytest.raises(ValueError, match=r"missing: head.weight.*unexpected: extra.weight.*norm.weight: got \(5,\)"):
         model.load_state_dict(state)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_fused_attention_equals_composed_primitives(dropout):
+    """The model's fused attention op and the same steps as primitive ops: same outputs, same gradients."""
+    config = small_config(pos_encoding="rope", dtype="float64", dropout=dropout)
+    x, y = batch(config)
+    runs = []
+    for fused in (True, False):
+        tensorlab.manual_seed(5)
+        model = TinyTransformerLM(config)
+        for block in model.blocks:
+            block.attn.fused = fused
+        tensorlab.manual_seed(6)  # the same dropout masks, drawn in the same order
+        logits, loss, attentions = model(x, y, return_attention=True)
+        loss.backward()
+        runs.append((logits.data, [a.data for a in attentions], {n: p.grad for n, p in model.named_parameters()}))
+    (fused_logits, fused_att, fused_grads), (comp_logits, comp_att, comp_grads) = runs
+    assert relative_error(fused_logits, comp_logits) <= 1e-12
+    for a, b in zip(fused_att, comp_att):
+        assert relative_error(a, b) <= 1e-12
+    for name in fused_grads:
+        assert relative_error(fused_grads[name], comp_grads[name]) <= 1e-10, name

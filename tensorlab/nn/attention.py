@@ -4,6 +4,9 @@ Shape letters: B batch, T time, C = d_model channels, H heads, D = C / H per hea
 Each position t looks at positions 0..t only (the causal mask), through H heads
 that each attend in their own D-dimensional subspace:
     att = softmax(q k^T / sqrt(D) with future positions set to -inf),  y = att v
+The module runs that as one fused op (tensorlab/ops/attention.py); with fused=False it
+runs the same steps as separate primitive ops (`composed_attention` below), which is
+slower but lets you watch every step in the graph.
 """
 import numpy as np
 
@@ -13,17 +16,27 @@ from tensorlab.nn import init
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 from tensorlab.nn.positional import apply_rope, rope_tables
+from tensorlab.ops.attention import CausalAttention
 from tensorlab.tensor import Tensor
+
+
+def composed_attention(q, k, v, future, dropout):
+    """The attention of CausalAttention from primitive ops; returns y (B, H, T, D) and att (B, H, T, T)."""
+    scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(q.shape[-1]))  # (B, H, T, T)
+    scores = F.masked_fill(scores, future, -np.inf)
+    att = F.softmax(scores, axis=-1)                                # (B, H, T, T), rows sum to 1
+    return dropout(att) @ v, att                                    # (B, H, T, D)
 
 
 class CausalSelfAttention(Module):
     """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection."""
 
-    def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32,
+                 fused=True):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
-        self.n_heads, self.rope = n_heads, rope
+        self.n_heads, self.rope, self.fused = n_heads, rope, fused
         self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
         self.proj = Linear(d_model, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
         self.attn_dropout = Dropout(dropout)
@@ -38,10 +51,12 @@ class CausalSelfAttention(Module):
         if self.rope:
             cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(D))         # (B, H, T, T)
-        scores = F.masked_fill(scores, self._constant("future", T, x), -np.inf)
-        att = F.softmax(scores, axis=-1)                                # (B, H, T, T), rows sum to 1
-        y = self.attn_dropout(att) @ v                                  # (B, H, T, D)
+        if self.fused:
+            op = CausalAttention(self.attn_dropout.p, self.training)
+            y = op(q, k, v)                                             # (B, H, T, D)
+            att = Tensor(op.weights)                                    # (B, H, T, T), for looking at only
+        else:
+            y, att = composed_attention(q, k, v, self._constant("future", T, x), self.attn_dropout)
         y = y.transpose(0, 2, 1, 3).reshape(B, T, C)                    # heads side by side again
         y = self.resid_dropout(self.proj(y))                            # (B, T, C)
         return (y, att) if return_attention else y
@@ -59,4 +74,4 @@ class CausalSelfAttention(Module):
         return self._constants[key]
 
     def extra_repr(self):
-        return f"n_heads={self.n_heads}, rope={self.rope}"
+        return f"n_heads={self.n_heads}, rope={self.rope}, fused={self.fused}"

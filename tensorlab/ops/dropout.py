@@ -3,6 +3,12 @@ from tensorlab import backend, random
 from tensorlab.tensor import Function
 
 
+def dropout_mask(shape, p, dtype, device):
+    """A mask holding 0 (dropped, probability p) or 1/(1-p) (kept), so x * mask keeps E[x]."""
+    keep = random.generator(device).random(shape, dtype=dtype) >= p
+    return keep * dtype.type(1 / (1 - p) if p < 1 else 0)
+
+
 class Dropout(Function):
     def __init__(self, p):
         if not 0 <= p <= 1:
@@ -10,12 +16,9 @@ class Dropout(Function):
         self.p = p
 
     def forward(self, x):
-        keep = random.generator(backend.device_of(x)).random(x.shape, dtype=x.dtype) >= self.p
-        # the mask already holds the 1/(1-p) scale; p = 1 keeps nothing
-        self.mask = keep * x.dtype.type(1 / (1 - self.p)) if self.p < 1 else keep * x.dtype.type(0)
+        self.mask = dropout_mask(x.shape, self.p, x.dtype, backend.device_of(x))
         return x * self.mask
 
     def backward(self, gy):
         # y = x * mask  =>  gx = gy * mask (the same mask as forward)
         return gy * self.mask
-

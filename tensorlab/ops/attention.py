@@ -1,0 +1,79 @@
+"""Causal scaled dot-product attention in one op, with its backward derived by hand.
+
+q, k, v are (B, H, T, D): B batch, H heads, T positions, D channels per head.
+Forward, for each batch and head:
+    S = q k^T / sqrt(D)                  (T, T) scores; S[i, j] = -inf for j > i (the future)
+    P = softmax(S) along each row        (T, T) attention weights, row i sums to 1 over j <= i
+    P' = P * M                           dropout on the weights (M = 1 when not training)
+    y = P' v                             (T, D)
+Backward, from gy = dL/dy:
+    gv = P'^T gy                         (y = P' v is a matmul)
+    gP = (gy v^T) * M
+    gS = P * (gP - rowsum(gP * P))       (the softmax Jacobian; masked entries have P = 0, so gS = 0 there)
+    gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
+Composed from primitives the same computation is matmul, mul, masked_fill, softmax,
+dropout and matmul: six graph nodes and about twice the passes over the (T, T) scores.
+tests/ prove that both agree with each other and with PyTorch.
+"""
+import math
+
+import numpy as np
+
+from tensorlab import backend
+from tensorlab.ops.dropout import dropout_mask
+from tensorlab.tensor import Function
+
+_future_bias = {}  # (T, dtype, device) -> (T, T) array: 0 on and below the diagonal, -inf above
+
+
+def causal_bias(T, dtype, device):
+    """The additive causal mask, built once per length, dtype and device."""
+    key = (T, np.dtype(dtype).str, device)
+    if key not in _future_bias:
+        bias = np.triu(np.full((T, T), -np.inf, dtype=dtype), k=1)
+        _future_bias[key] = backend.to_device(bias, device)
+    return _future_bias[key]
+
+
+class CausalAttention(Function):
+    """softmax(q k^T / sqrt(D) + causal mask) v; after forward, `.weights` holds P (B, H, T, T)."""
+
+    def __init__(self, dropout_p=0.0, training=False):
+        if not 0 <= dropout_p < 1:
+            raise ValueError(f"causal_attention: dropout_p must be in [0, 1), got {dropout_p}")
+        self.dropout_p = dropout_p if training else 0.0
+
+    def forward(self, q, k, v):
+        if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape:
+            raise ValueError(f"causal_attention: q, k, v must share one shape (B, H, T, D); "
+                             f"got {q.shape}, {k.shape}, {v.shape}")
+        xp = backend.array_module(q)
+        T, D = q.shape[-2:]
+        self.scale = q.dtype.type(1 / math.sqrt(D))
+        s = q @ k.swapaxes(-1, -2)                                 # (B, H, T, T)
+        s *= self.scale
+        s += causal_bias(T, q.dtype, backend.device_of(q))
+        s -= s.max(axis=-1, keepdims=True)                          # stable: every row keeps its diagonal
+        xp.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+        self.weights = s                                            # P, (B, H, T, T)
+        self.mask = None
+        if self.dropout_p:
+            self.mask = dropout_mask(s.shape, self.dropout_p, s.dtype, backend.device_of(s))
+        self.q, self.k, self.v = q, k, v
+        return (s if self.mask is None else s * self.mask) @ v     # (B, H, T, D)
+
+    def backward(self, gy):
+        # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
+        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,  gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
+        p = self.weights
+        dropped = p if self.mask is None else p * self.mask
+        gv = dropped.swapaxes(-1, -2) @ gy                           # (B, H, T, D)
+        gp = gy @ self.v.swapaxes(-1, -2)                            # (B, H, T, T)
+        if self.mask is not None:
+            gp *= self.mask
+        gs = gp
+        gs -= (gp * p).sum(axis=-1, keepdims=True)
+        gs *= p
+        gs *= self.scale
+        return gs @ self.k, gs.swapaxes(-1, -2) @ self.q, gv
