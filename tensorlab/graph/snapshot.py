@@ -1,0 +1,334 @@
+"""A snapshot of the graph behind some tensors: nodes, edges, and what to print on each.
+
+`capture(loss)` walks from `loss` back through `.creator` and `.inputs` and records
+one node per Function (an op) and one per tensor (leaves and intermediates), with
+each tensor's shape and dtype and each op's name and non-default settings. It keeps
+no array alive except the leaves that require grad (so their `.grad` can be read
+after backward); ops are held through weak references, which lets a `Trace` of the
+backward pass put the gradient norm on every intermediate tensor too.
+
+Nodes get a depth: the length of the longest path from them to an output (the
+outputs have depth 0). The layout draws one layer per depth.
+"""
+import functools
+import inspect
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tensorlab import backend
+from tensorlab.tensor import Tensor, topological_order
+
+
+@dataclass
+class Node:
+    """One op or one tensor of the graph."""
+
+    id: str                  # "f3" for ops, "t7" for tensors; unique in the graph
+    kind: str                # "op" or "tensor"
+    role: str                # op | param (leaf with grad) | constant (leaf without) | intermediate | output
+    label: str               # op: the Function's class name; tensor: the user's name, or "" if none
+    shape: tuple = None      # tensors only
+    dtype: str = None        # tensors only
+    device: str = "cpu"
+    settings: str = ""       # ops: non-default constructor arguments, e.g. "axis=1"
+    doc: str = ""            # ops: the first line of the Function's docstring
+    value: str = ""          # one-element constants: their value, e.g. "2.0"
+    depth: int = 0
+    leaf: Tensor = field(default=None, repr=False)      # params: read .grad from it at render time
+    creator: object = field(default=None, repr=False)   # intermediates/outputs: weakref to the Function
+    output_index: int = 0
+    fn: object = field(default=None, repr=False)        # ops: weakref to the Function
+
+    @property
+    def is_op(self):
+        return self.kind == "op"
+
+
+@dataclass
+class Edge:
+    """Data flowing from `src` to `dst`: tensor -> op (an input) or op -> tensor (an output)."""
+
+    src: str
+    dst: str
+    slot: str = ""           # tensor -> op: the op's argument name (a, b, logits, ...) when it has several
+
+
+class Graph:
+    """The captured graph: `nodes` (outputs first), `edges`, and ways to draw them."""
+
+    def __init__(self, nodes, edges):
+        self.nodes = nodes
+        self.edges = edges
+        self.by_id = {n.id: n for n in nodes}
+
+    def ops(self):
+        return [n for n in self.nodes if n.is_op]
+
+    def tensors(self):
+        return [n for n in self.nodes if not n.is_op]
+
+    def params(self):
+        return [n for n in self.nodes if n.role == "param"]
+
+    def grad_norms(self, trace=None):
+        """{node id: gradient norm}: params whose .grad is set, and, given a Trace, every tensor it saw."""
+        norms = {}
+        for node in self.tensors():
+            if node.leaf is not None and node.leaf.grad is not None:
+                norms[node.id] = grad_norm(node.leaf.grad)
+            elif trace is not None and node.creator is not None:
+                norm = trace.output_grad_norm(node.creator(), node.output_index)
+                if norm is not None:
+                    norms[node.id] = norm
+        return norms
+
+    # ----- output formats ---------------------------------------------------------------------
+    def to_svg(self, trace=None):
+        """The graph as a self-contained SVG document (a string)."""
+        from tensorlab.graph import svg  # imported here: svg imports this module
+        return svg.to_svg(self, trace)
+
+    def to_html(self, trace=None, title="tensorlab graph"):
+        """An HTML page with the SVG and a legend."""
+        from tensorlab.graph import svg  # imported here: svg imports this module
+        return svg.to_html(self, trace, title)
+
+    def to_dot(self, trace=None):
+        """Graphviz DOT text."""
+        from tensorlab.graph import dot  # imported here: dot imports this module
+        return dot.to_dot(self, trace)
+
+    def render(self, path, trace=None):
+        """Write the graph to `path`; the extension picks the format: .svg, .html, .dot/.gv, .png, .pdf."""
+        from tensorlab.graph import dot  # imported here: dot imports this module
+        path = str(path)
+        extension = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+        writers = {"svg": self.to_svg, "html": self.to_html, "htm": self.to_html, "dot": self.to_dot, "gv": self.to_dot}
+        if extension in writers:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(writers[extension](trace=trace))
+        elif extension in dot.GRAPHVIZ_FORMATS:
+            dot.run_dot(self.to_dot(trace), path, extension)
+        else:
+            raise ValueError(f"render(): cannot tell the format of {path!r}; use a path ending in "
+                             f".svg, .html or .dot (or .png/.pdf with Graphviz installed)")
+        return path
+
+    def _repr_svg_(self):
+        """Jupyter shows the graph inline."""
+        return self.to_svg()
+
+    def __repr__(self):
+        return (f"Graph({len(self.ops())} ops, {len(self.tensors())} tensors, "
+                f"{len(self.params())} parameters)")
+
+
+def capture(outputs, names=None):
+    """Snapshot the graph behind `outputs` (a Tensor or a sequence of them); call it before backward().
+
+    `names` labels tensors: a dict {tensor: name} or {id(tensor): name}, a dict
+    {name: tensor} such as dict(model.named_parameters()), or (name, tensor) pairs.
+    A tensor with a string `.name` attribute is labelled with it too.
+    """
+    roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    table = name_table(names)
+    nodes, edges = [], []
+    tensor_nodes = {}   # id(tensor) -> Node; `seen` keeps those tensors alive until we are done
+    seen = []
+    outputs_of = {}     # id(fn) -> the tensor nodes it produced that are used in the graph
+
+    def tensor_node(t, role=None):
+        node = tensor_nodes.get(id(t))
+        if node is None:
+            node = _make_tensor_node(f"t{len(seen)}", t, role, table)
+            tensor_nodes[id(t)] = node
+            seen.append(t)
+            nodes.append(node)
+            if t.creator is not None:
+                outputs_of.setdefault(id(t.creator), []).append(node)
+        return node
+
+    for root in roots:
+        tensor_node(root, "output" if root.creator is not None else None)
+
+    order = _functions_in_order([r.creator for r in roots if r.creator is not None])
+    for i, fn in enumerate(reversed(order)):  # every consumer before the Function feeding it
+        produced = outputs_of.get(id(fn), [])
+        op = _make_op_node(f"f{i}", fn, depth=max(n.depth for n in produced) + 1)
+        nodes.append(op)
+        edges.extend(Edge(op.id, n.id) for n in produced)
+        slots = input_names(fn, len(fn.inputs))
+        for slot, t in zip(slots, fn.inputs):
+            node = tensor_node(t)
+            node.depth = max(node.depth, op.depth + 1)
+            edges.append(Edge(node.id, op.id, slot if len(fn.inputs) > 1 else ""))
+    return Graph(nodes, edges)
+
+
+def _functions_in_order(creators):
+    """The Functions behind several outputs, each after those it takes input from."""
+    order, placed = [], set()
+    for creator in creators:
+        try:
+            fns = topological_order(creator)
+        except RuntimeError:
+            raise RuntimeError(
+                "capture(): the graph behind this tensor was already released by backward(); call "
+                "capture() before backward(), or run backward(retain_graph=True)") from None
+        for fn in fns:
+            if fn not in placed:
+                placed.add(fn)
+                order.append(fn)
+    return order
+
+
+def _make_tensor_node(node_id, t, role, table):
+    if role is None:
+        role = "intermediate" if t.creator is not None else ("param" if t.requires_grad else "constant")
+    node = Node(node_id, "tensor", role, label=name_of(t, table), shape=tuple(t.shape),
+                dtype=str(t.dtype), device=t.device)
+    if role == "param":
+        node.leaf = t
+    if role == "constant" and t.size == 1:
+        node.value = _short(t.data.reshape(()).item())
+    if t.creator is not None:
+        node.creator, node.output_index = weakref.ref(t.creator), t.output_index
+    return node
+
+
+def _make_op_node(node_id, fn, depth):
+    doc = (type(fn).__doc__ or "").strip().splitlines()
+    return Node(node_id, "op", "op", label=type(fn).__name__, settings=op_settings(fn),
+                doc=doc[0] if doc else "", depth=depth, fn=weakref.ref(fn),
+                device=fn.inputs[0].device if fn.inputs else "cpu")
+
+
+# ----- names ------------------------------------------------------------------------------------
+def name_table(names):
+    """{id(tensor): name} from any of the forms `capture` accepts."""
+    table = {}
+    if names is None:
+        return table
+    for key, value in (names.items() if isinstance(names, Mapping) else names):
+        if isinstance(key, str) and not isinstance(value, str):  # {name: tensor}, named_parameters()
+            key, value = value, key
+        table[key if isinstance(key, int) else id(key)] = str(value)
+    return table
+
+
+def name_of(t, table):
+    """The user's name for tensor `t`, or ""."""
+    name = table.get(id(t))
+    if name is None:
+        name = getattr(t, "name", None)
+    return name if isinstance(name, str) else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_parameters(cls):
+    params = list(inspect.signature(cls.forward).parameters.values())[1:]  # drop self
+    return tuple((p.name, p.kind == p.VAR_POSITIONAL) for p in params)
+
+
+def input_names(fn, count):
+    """The names of fn.forward's arguments (a, b / logits, targets / xs[0], xs[1], ...)."""
+    names = []
+    for name, variadic in _forward_parameters(type(fn)):
+        if variadic:
+            names.extend(f"{name}[{i}]" for i in range(count - len(names)))
+            break
+        names.append(name)
+    names.extend(f"input {i}" for i in range(len(names), count))
+    return names[:count]
+
+
+# ----- how things print -------------------------------------------------------------------------
+def op_settings(fn):
+    """The constructor arguments of `fn` that differ from their defaults, e.g. 'axis=1, keepdims=True'."""
+    try:
+        params = list(inspect.signature(type(fn).__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return ""
+    shown = []
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name not in fn.__dict__:
+            continue
+        value = fn.__dict__[p.name]
+        if p.default is not p.empty and _same(value, p.default):
+            continue
+        shown.append(f"{p.name}={_short(value)}")
+    return ", ".join(shown)
+
+
+def _same(value, default):
+    try:
+        return bool(value == default) and type(value) is type(default)
+    except Exception:  # arrays compare elementwise
+        return False
+
+
+def _short(value, limit=24):
+    """A compact text for a setting or a scalar: slices as a:b, arrays by shape, long reprs cut."""
+    if isinstance(value, slice):
+        text = ":".join("" if v is None else str(v) for v in (value.start, value.stop, value.step))
+        text = text[:-1] if text.endswith(":") and value.step is None else text
+    elif value is Ellipsis:
+        text = "..."
+    elif isinstance(value, tuple):
+        text = "(" + ", ".join(_short(v, limit) for v in value) + ("," if len(value) == 1 else "") + ")"
+    elif hasattr(value, "shape") and hasattr(value, "dtype") and getattr(value, "ndim", 0) > 0:
+        text = f"<{value.dtype} array {tuple(value.shape)}>"
+    elif isinstance(value, float) or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        text = f"{float(value):.4g}" if not isinstance(value, (bool, np.bool_)) else str(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def format_shape(shape):
+    return str(tuple(shape))
+
+
+def grad_norm(grad):
+    """The 2-norm of a gradient array (all elements), as a Python float."""
+    return float(backend.array_module(grad).linalg.norm(grad.ravel()))
+
+
+def format_norm(norm):
+    """How gradient norms print everywhere: 4 significant digits."""
+    return f"{norm:.4g}"
+
+
+def node_lines(node, norm=None):
+    """The text lines drawn inside a node (shared by the SVG and DOT writers)."""
+    if node.is_op:
+        return [node.label] + ([node.settings] if node.settings else [])
+    title = node.label or {"param": "param", "output": "output", "intermediate": "",
+                           "constant": node.value or "input"}[node.role]
+    if node.label and node.value:
+        title = f"{node.label} = {node.value}"
+    lines = [title] if title else []
+    lines.append(f"{format_shape(node.shape)} {node.dtype}")
+    if norm is not None:
+        lines.append(f"grad {format_norm(norm)}")
+    return lines
+
+
+def node_tooltip(node, norm=None):
+    """The longer text shown on hover."""
+    if node.is_op:
+        text = f"{node.label}({node.settings})" if node.settings else node.label
+        return text + (f"\n{node.doc}" if node.doc else "") + f"\ndevice: {node.device}"
+    kind = {"param": "leaf, requires grad", "constant": "leaf, no grad (input or constant)",
+            "intermediate": "intermediate result", "output": "output"}[node.role]
+    size = int(np.prod(node.shape)) if node.shape else 1
+    text = (f"{node.label or 'tensor'}: {kind}\nshape {format_shape(node.shape)}, {size} elements, "
+            f"{node.dtype}, {node.device}")
+    if norm is not None:
+        text += f"\n|grad| = {format_norm(norm)}"
+    elif node.role == "param":
+        text += "\ngrad: none yet (run backward)"
+    return text

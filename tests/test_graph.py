@@ -1,0 +1,356 @@
+"""tensorlab.graph: capture the graph, draw it (SVG, HTML, DOT), and trace a backward pass."""
+import os
+import re
+import stat
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+import tensorlab.functional as F
+import tensorlab.graph as tg
+from tensorlab.graph import dot as dot_module
+from tensorlab.tensor import backward_observers, topological_order
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def leaf(shape, seed=0, requires_grad=True, device="cpu"):
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return tl.tensor(data, requires_grad=requires_grad, device=device)
+
+
+def broadcast_example(device="cpu"):
+    """loss = sum((a + b) * 2) with a (4, 5, 3) and b (3,): 3 ops, 6 tensors (the 2 is a constant)."""
+    a, b = leaf((4, 5, 3), 0, device=device), leaf((3,), 1, device=device)
+    return a, b, ((a + b) * 2.0).sum()
+
+
+def svg_nodes(svg_text):
+    """{node id: (classes, [text lines], title)} from an SVG string; it must parse as XML."""
+    root = ET.fromstring(svg_text)
+    assert root.tag == SVG + "svg"
+    nodes = {}
+    for g in root.iter(SVG + "g"):
+        classes = g.get("class", "").split()
+        if "node" in classes:
+            texts = [t.text for t in g.findall(SVG + "text")]
+            nodes[g.get("id")] = (classes, texts, g.find(SVG + "title").text)
+    return nodes
+
+
+def mlp(seed=0):
+    """A 2-layer MLP on a batch of 8: softmax probabilities and a cross-entropy loss."""
+    rng = np.random.default_rng(seed)
+    x = tl.tensor(rng.standard_normal((8, 4)).astype(np.float32))
+    y = tl.tensor(rng.integers(0, 3, 8))
+    params = {"W1": leaf((4, 16), 1), "b1": leaf((16,), 2), "W2": leaf((16, 3), 3), "b2": leaf((3,), 4)}
+    h = F.relu(x @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    probs = F.softmax(logits)
+    loss = F.cross_entropy(logits, y) + 0.1 * (probs * probs).mean()
+    return params, logits, loss
+
+
+# ----- capture --------------------------------------------------------------------------------
+def test_capture_has_one_node_per_op_and_tensor_with_depths():
+    a, b, loss = broadcast_example()
+    g = tg.capture(loss, names={a: "a", b: "b"})
+    assert [n.label for n in g.ops()] == ["Sum", "Mul", "Add"]  # output's creator first
+    assert len(g.tensors()) == 6
+    roles = sorted(n.role for n in g.tensors())
+    assert roles == ["constant", "intermediate", "intermediate", "output", "param", "param"]
+    by_label = {n.label: n for n in g.tensors() if n.label}
+    assert by_label["a"].shape == (4, 5, 3) and by_label["b"].shape == (3,)
+    assert by_label["a"].dtype == "float32"
+    # depth = longest path to the output: loss 0, Sum 1, Mul's output 2, Mul 3, a + b 4, Add 5, a and b 6
+    assert by_label["a"].depth == by_label["b"].depth == 6
+    assert all(g.by_id[e.src].depth > g.by_id[e.dst].depth for e in g.edges)
+    assert repr(g) == "Graph(3 ops, 6 tensors, 2 parameters)"
+
+
+def test_capture_after_backward_says_to_capture_first():
+    _, _, loss = broadcast_example()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="capture\\(\\) before backward"):
+        tg.capture(loss)
+
+
+def test_capture_after_backward_with_retain_graph_works():
+    a, _, loss = broadcast_example()
+    loss.backward(retain_graph=True)
+    g = tg.capture(loss)
+    assert len(g.ops()) == 3
+
+
+def test_names_in_every_accepted_form():
+    a, b = leaf((2, 3), 0), leaf((3,), 1)
+    c = leaf((2, 3), 2)
+    c.name = "from_attribute"
+    out = (a * b + c).sum()
+    for names in ({a: "alpha", b: "beta"}, {"alpha": a, "beta": b}, [("alpha", a), ("beta", b)],
+                  {id(a): "alpha", id(b): "beta"}):
+        labels = {n.label for n in tg.capture(out, names=names).tensors()}
+        assert {"alpha", "beta", "from_attribute"} <= labels, names
+
+
+def test_op_settings_and_constant_values_are_shown():
+    x = leaf((3, 4))
+    out = (x.sum(axis=1) ** 2).mean()
+    texts = [line for _, lines, _ in svg_nodes(tg.capture(out).to_svg()).values() for line in lines]
+    assert "axis=1" in texts and "exponent=2" in texts
+    assert "Mean" in texts  # default settings are not shown: no "axis=None" line
+    assert not any("None" in t for t in texts)
+    scaled = x * 0.5
+    constant = [n for n in tg.capture(scaled).tensors() if n.role == "constant"]
+    assert len(constant) == 1 and constant[0].value == "0.5"
+
+
+def test_capture_several_outputs_and_a_lone_leaf():
+    _, logits, loss = mlp()
+    g = tg.capture([logits, loss])
+    assert sum(n.role == "output" for n in g.nodes) == 2
+    # loss sits at the bottom; logits feeds later ops, so it sits above them (edges point down)
+    logits_node, loss_node = g.nodes[0], g.nodes[1]
+    assert loss_node.depth == 0 and logits_node.depth > 0
+    assert sorted(g.by_id[e.dst].label for e in g.edges if e.src == logits_node.id) == ["CrossEntropy", "Softmax"]
+    assert all(g.by_id[e.src].depth > g.by_id[e.dst].depth for e in g.edges)
+    alone = tg.capture(leaf((2,)))
+    assert [n.role for n in alone.nodes] == ["param"] and alone.edges == []
+    ET.fromstring(alone.to_svg())
+
+
+# ----- SVG and HTML ---------------------------------------------------------------------------
+def test_svg_has_a_node_per_op_and_tensor_with_op_names_and_shapes():
+    a, b, loss = broadcast_example()
+    g = tg.capture(loss, names={a: "a", b: "b"})
+    nodes = svg_nodes(g.to_svg())
+    ops = {i: lines for i, (classes, lines, _) in nodes.items() if "op" in classes}
+    tensors = {i: lines for i, (classes, lines, _) in nodes.items() if "tensor" in classes}
+    assert sorted(lines[0] for lines in ops.values()) == ["Add", "Mul", "Sum"]
+    assert len(tensors) == 6
+    shapes = sorted(line for lines in tensors.values() for line in lines if line.endswith("float32"))
+    assert shapes == sorted(["(4, 5, 3) float32", "(3,) float32", "(4, 5, 3) float32",
+                             "() float32", "(4, 5, 3) float32", "() float32"])
+    assert nodes[g.params()[0].id][1][0] in ("a", "b")
+    # one path (an arrow) per edge, each with an arrow head
+    root = ET.fromstring(g.to_svg())
+    paths = [p for p in root.iter(SVG + "path") if p.get("class") == "edge"]
+    assert len(paths) == len(g.edges) == 8
+    assert all(p.get("marker-end") == "url(#arrow)" for p in paths)
+
+
+def test_grad_norms_appear_on_the_leaves_after_backward(backend):
+    a, b, loss = broadcast_example(backend.device)
+    g = tg.capture(loss, names={a: "a", b: "b"})
+    before = svg_nodes(g.to_svg())
+    assert not any(line.startswith("grad") for _, lines, _ in before.values() for line in lines)
+    loss.backward()
+    after = svg_nodes(g.to_svg())
+    for t, name in ((a, "a"), (b, "b")):
+        node = next(n for n in g.params() if n.label == name)
+        expected = f"grad {np.linalg.norm(tl.Tensor(t.grad).numpy()):.4g}"
+        assert after[node.id][1][-1] == expected
+        assert expected.replace("grad ", "|grad| = ") in after[node.id][2]  # the hover title
+    assert "(4, 5, 3)" in after[next(n.id for n in g.params() if n.label == "a")][1][1]
+
+
+def test_trace_puts_grad_norms_on_intermediates_too():
+    a, b, loss = broadcast_example()
+    g = tg.capture(loss)
+    with tg.trace() as t:
+        loss.backward()
+    norms = g.grad_norms(t)
+    s = next(n for n in g.tensors() if n.role == "intermediate" and n.shape == (4, 5, 3)
+             and g.by_id[next(e.dst for e in g.edges if e.src == n.id)].label == "Mul")
+    # d loss / d (a + b) = 2 everywhere
+    assert norms[s.id] == pytest.approx(np.linalg.norm(np.full((4, 5, 3), 2.0)))
+    out = next(n for n in g.nodes if n.role == "output")
+    assert norms[out.id] == 1.0
+    assert f"grad {norms[s.id]:.4g}" in svg_nodes(g.to_svg(trace=t))[s.id][1]
+
+
+def test_nodes_in_a_row_do_not_overlap_and_stay_inside_the_picture():
+    _, _, loss = mlp()
+    root = ET.fromstring(tg.capture(loss).to_svg())
+    width, height = float(root.get("width")), float(root.get("height"))
+    rects = []
+    for g in root.iter(SVG + "g"):
+        if "node" in g.get("class", "").split():
+            r = g.find(SVG + "rect")
+            rects.append(tuple(float(r.get(k)) for k in ("x", "y", "width", "height")))
+    for i, (x1, y1, w1, h1) in enumerate(rects):
+        assert 0 <= x1 and x1 + w1 <= width and 0 <= y1 and y1 + h1 <= height
+        for x2, y2, w2, h2 in rects[i + 1:]:
+            overlap_x = x1 < x2 + w2 and x2 < x1 + w1
+            overlap_y = y1 < y2 + h2 and y2 < y1 + h1
+            assert not (overlap_x and overlap_y)
+
+
+def test_mlp_with_softmax_and_cross_entropy_renders_in_every_format(tmp_path):
+    params, logits, loss = mlp()
+    g = tg.capture(loss, names=params)
+    with tg.trace(names=params) as t:
+        loss.backward()
+    paths = [g.render(tmp_path / f"mlp.{ext}", trace=t) for ext in ("svg", "html", "dot")]
+    nodes = svg_nodes(open(paths[0]).read())
+    assert len(nodes) == len(g.nodes)
+    texts = [line for _, lines, _ in nodes.values() for line in lines]
+    for op in ("MatMul", "Relu", "Softmax", "CrossEntropy", "Add", "Mul", "Mean"):
+        assert op in texts
+    for name, p in params.items():
+        node = next(n for n in g.params() if n.label == name)
+        assert nodes[node.id][1] == [name, f"{p.shape} float32", f"grad {np.linalg.norm(p.grad):.4g}"]
+    html = open(paths[1]).read()
+    assert html.startswith("<!DOCTYPE html>") and "legend" in html and "parameter" in html
+    svg_part = html[html.index("<svg"):html.index("</svg>") + len("</svg>")]
+    assert len(svg_nodes(svg_part)) == len(g.nodes)
+    assert open(paths[2]).read() == g.to_dot(trace=t)
+    assert g._repr_svg_().startswith("<svg")
+
+
+def test_a_hundred_node_graph_stays_well_formed():
+    x = leaf((3, 8), 0, requires_grad=False)
+    h = x
+    weights = [leaf((8, 8), i + 1) for i in range(18)]
+    for i, w in enumerate(weights):
+        z = F.tanh(h @ w)
+        h = z + h if i % 3 == 2 else z       # residual connections: edges that skip rows
+    loss = F.cross_entropy(h, tl.tensor(np.arange(3)))
+    g = tg.capture(loss, names={w: f"layers.{i}.weight" for i, w in enumerate(weights)})
+    assert len(g.nodes) >= 100
+    nodes = svg_nodes(g.to_svg())
+    assert len(nodes) == len(g.nodes)
+    assert len(re.findall(r"->", g.to_dot())) == len(g.edges)
+
+
+def test_names_are_escaped_in_svg_and_dot():
+    a = leaf((2,))
+    g = tg.capture((a * a).sum(), names={a: 'x<1> & "y"'})
+    nodes = svg_nodes(g.to_svg())
+    assert 'x<1> & "y"' in [lines[0] for _, lines, _ in nodes.values()]
+    assert 'label="x<1> & \\"y\\"\\n' in g.to_dot()
+
+
+# ----- DOT and the render() entry point -----------------------------------------------------
+def test_dot_has_one_statement_per_node_and_per_edge():
+    a, b, loss = broadcast_example()
+    text = tg.capture(loss).to_dot()
+    assert text.startswith("digraph tensorlab {") and text.rstrip().endswith("}")
+    node_lines = [line for line in text.splitlines() if re.match(r"\s+[tf]\d+ \[", line)]
+    edge_lines = [line for line in text.splitlines() if re.match(r"\s+[tf]\d+ -> [tf]\d+", line)]
+    assert len(node_lines) == 9
+    assert len(edge_lines) == 8
+    assert sum('label="Add"' in line for line in node_lines) == 1
+    assert sum('[label="a"]' in line for line in edge_lines) == 2  # Add and Mul take a and b
+
+
+def test_render_picks_the_format_from_the_extension(tmp_path):
+    a, b, loss = broadcast_example()
+    for ext, start in (("svg", "<svg"), ("html", "<!DOCTYPE html>"), ("dot", "digraph")):
+        path = tg.render(loss, tmp_path / f"graph.{ext}", names={a: "a"})
+        assert open(path).read().startswith(start)
+    with pytest.raises(ValueError, match=r"\.svg, \.html or \.dot"):
+        tg.render(loss, tmp_path / "graph.jpeg")
+
+
+def test_png_without_graphviz_says_what_to_do(tmp_path, monkeypatch):
+    _, _, loss = broadcast_example()
+    monkeypatch.setattr(dot_module.shutil, "which", lambda name: None)
+    for ext in ("png", "pdf"):
+        with pytest.raises(tg.GraphvizNotFoundError) as error:
+            tg.render(loss, tmp_path / f"graph.{ext}")
+        message = str(error.value)
+        assert "Graphviz" in message and "install" in message.lower() and ".svg" in message and ".html" in message
+        assert not (tmp_path / f"graph.{ext}").exists()
+
+
+@pytest.mark.skipif(os.name == "nt", reason="uses a shell script as a stand-in for dot")
+def test_png_runs_dot_when_it_is_installed(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "dot"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\n# dot -Tpng -o PATH < graph.dot: keep the input to check it\ncat > "$3"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    _, _, loss = broadcast_example()
+    out = tg.render(loss, tmp_path / "graph.png")
+    assert open(out).read() == tg.capture(loss).to_dot()
+
+
+# ----- trace ------------------------------------------------------------------------------------
+def test_trace_lists_functions_in_reverse_topological_order():
+    params, _, loss = mlp()
+    expected = list(reversed(topological_order(loss.creator)))
+    with tg.trace() as t:
+        loss.backward()
+    assert len(t) == len(expected)
+    assert all(step.fn is fn for step, fn in zip(t.steps, expected))
+    assert t.steps[0].fn is loss.creator  # the output's creator runs first
+    text = str(t).splitlines()
+    assert text[1].lstrip().startswith("1. Add")
+    assert [line.split()[1] for line in text if re.match(r"\s*\d+\. ", line)] == t.ops
+
+
+def test_trace_names_the_broadcast_reduction():
+    a, b, loss = broadcast_example()
+    with tg.trace() as t:
+        loss.backward()
+    text = str(t)
+    assert "Add: grad of b summed over axes (0, 1), (4, 5, 3) -> (3,)" in text
+    assert t.broadcast_lines() == ["Add: grad of b summed over axes (0, 1), (4, 5, 3) -> (3,)"]
+    add = next(s for s in t.steps if s.op == "Add")
+    assert [i.summed_axes for i in add.inputs] == [(), (0, 1)]
+    # norms: what each Function returned, and what reached the leaves
+    assert add.inputs[1].norm == pytest.approx(np.linalg.norm(b.grad), rel=1e-6)
+    assert add.inputs[0].norm == pytest.approx(np.linalg.norm(a.grad), rel=1e-6)
+    assert f"{np.linalg.norm(b.grad):.4g}" in text
+
+
+def test_trace_uses_the_users_names_and_sees_size_one_axes():
+    x, bias = leaf((2, 3, 4)), leaf((3, 1))
+    loss = (x * bias).sum()
+    with tg.trace(names={bias: "scale"}) as t:
+        loss.backward()
+    assert t.broadcast_lines() == ["Mul: grad of scale summed over axes (0, 2), (2, 3, 4) -> (3, 1)"]
+
+
+def test_trace_names_matmul_batch_axes_and_linear_bias():
+    x, w = leaf((2, 4, 3), requires_grad=False), leaf((3, 5))
+    with tg.trace(names={w: "W"}) as t:
+        (x @ w).sum().backward()
+    assert t.broadcast_lines() == ["MatMul: grad of W summed over batch axes (0,), (2, 3, 5) -> (3, 5)"]
+    weight, bias = leaf((5, 3)), leaf((5,))
+    with tg.trace() as t:
+        F.linear(x, weight, bias).sum().backward()
+    assert any(line.endswith("summed over axes (0, 1), (2, 4, 5) -> (5,)") for line in t.broadcast_lines())
+
+
+def test_trace_does_not_call_shape_changes_broadcasts():
+    p, q = leaf((3,), 0), leaf((3,), 1)
+    out = (F.stack([p, q]).sum(axis=0, keepdims=True).reshape(3) * 1.0 + p.reshape(1, 3)).sum()
+    with tg.trace() as t:
+        out.backward()
+    assert t.broadcast_lines() == []
+
+
+def test_trace_stops_observing_after_the_block_even_on_error():
+    _, _, loss = broadcast_example()
+    with pytest.raises(ZeroDivisionError):
+        with tg.trace() as t:
+            1 / 0
+    assert t not in backward_observers and backward_observers == []
+    with tg.trace() as t:
+        pass
+    loss.backward()
+    assert len(t) == 0 and "no Function ran" in str(t)
+
+
+def test_long_steps_list_one_input_per_line():
+    names = {leaf((4,), i): "a_rather_long_parameter_name_number_%d" % i for i in range(3)}
+    a, b, c = names
+    with tg.trace(names=names) as t:
+        (a * b + c).sum().backward()
+    lines = str(t).splitlines()
+    assert all(len(line) <= 120 for line in lines)
+    assert any(line.strip().startswith("-> a_rather_long_parameter_name_number_") for line in lines)
