@@ -1,0 +1,474 @@
+"""Every op in tensorlab.functional, checked twice: by gradcheck and against PyTorch.
+
+CASES is the one table: op name -> cases. Each case runs
+  (a) tensorlab.gradcheck (float64 central differences, random upstream gradient),
+  (b) check_against_torch in float64 (values, shape, dtype, every input's gradient),
+  (c) check_against_torch in float32 (dtype preserved, tolerance ~1e-5),
+on every backend (NumPy; CuPy too on a GPU). test_every_exported_op_has_cases fails when an
+op is added to functional.__all__ without cases here, so no op escapes both checks.
+"""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import tensorlab
+import tensorlab.backend
+import tensorlab.functional as F
+from reference import assert_close, check_against_torch, torch_index
+
+_rng = np.random.default_rng(20261121)
+
+
+def randn(*shape, scale=1.0):
+    """Standard normal float64 values (shape () gives a 0-d array)."""
+    return np.asarray(_rng.standard_normal(shape) * scale)
+
+
+def positive(*shape):
+    """Values in [0.5, 2): safe for log, sqrt, fractional powers."""
+    return np.asarray(_rng.uniform(0.5, 2.0, shape))
+
+
+def away_from_zero(*shape):
+    """|values| in [0.3, 2) with random signs: safe for 1/x, and for relu's kink at 0."""
+    return np.asarray(_rng.uniform(0.3, 2.0, shape) * _rng.choice([-1.0, 1.0], shape))
+
+
+def with_tie(x, i, j):
+    """x with the element at flat index j set equal to the one at i (a 2-way tie for max)."""
+    x = x.copy()
+    x.flat[j] = x.flat[i]
+    return x
+
+
+def ids(high, *shape):
+    return _rng.integers(0, high, shape)
+
+
+def mask(*shape):
+    return _rng.random(shape) < 0.4
+
+
+class Case:
+    """One call of an op: the tensorlab function, the PyTorch one, the inputs (see check_against_torch)."""
+
+    def __init__(self, label, tl_fn, torch_fn, *inputs, f32_atol=None):
+        self.label, self.tl_fn, self.torch_fn, self.inputs = label, tl_fn, torch_fn, inputs
+        self.f32_atol = f32_atol
+
+
+class SeededDropout:
+    """Dropout made deterministic for the checks: reseeded before every call.
+
+    PyTorch draws its own mask, so the torch side multiplies by the mask tensorlab drew
+    (read off by dropping out a tensor of ones with the same seed) and divides by 1-p.
+    The mask's statistics, scaling and eval mode are tested separately below.
+    """
+
+    def __init__(self, p, seed=7):
+        self.p, self.seed, self.keep = p, seed, None
+
+    def tl(self, x):
+        tensorlab.manual_seed(self.seed)
+        ones = tensorlab.tensor(np.ones(x.shape, dtype=str(x.dtype)), device=x.device)
+        self.keep = F.dropout(ones, p=self.p).numpy() != 0
+        tensorlab.manual_seed(self.seed)
+        return F.dropout(x, p=self.p)
+
+    def torch(self, x):
+        return x * torch.from_numpy(self.keep).to(x.dtype) / (1 - self.p)
+
+
+def _softmax_masked(f, value):
+    return lambda x, m: f(F.masked_fill(x, m, value))
+
+
+ROW_MASK = np.array([[False, True, False, True, False], [True] * 5, [False] * 5])  # row 1 fully masked
+BOOL_2D = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+TARGETS_IGNORED = np.array([[1, -100, 3], [0, 0, -100]])
+DROPOUT_03, DROPOUT_07 = SeededDropout(0.3), SeededDropout(0.7, seed=11)
+
+CASES = {
+    # ----- elementwise arithmetic: broadcasting both ways, size-1 axes, 0-d, Python scalars
+    "add": [
+        Case("same-shape", F.add, torch.add, randn(3, 4), randn(3, 4)),
+        Case("row-vector", F.add, torch.add, randn(3, 4), randn(4)),
+        Case("both-ways", F.add, torch.add, randn(2, 1, 4), randn(3, 1)),
+        Case("0-d", F.add, torch.add, randn(), randn(2, 3)),
+        Case("python-scalar", lambda x: F.add(x, 2.5), lambda x: x + 2.5, randn(3)),
+    ],
+    "sub": [
+        Case("column", F.sub, torch.sub, randn(3, 4), randn(3, 1)),
+        Case("both-ways", F.sub, torch.sub, randn(1, 4), randn(3, 1)),
+        Case("scalar-minus-x", lambda x: F.sub(2.0, x), lambda x: 2.0 - x, randn(2, 3)),
+    ],
+    "mul": [
+        Case("same-shape", F.mul, torch.mul, randn(3, 4), randn(3, 4)),
+        Case("both-ways", F.mul, torch.mul, randn(4, 1, 3), randn(2, 1)),
+        Case("same-tensor-twice", lambda x: F.mul(x, x), lambda x: x * x, randn(2, 3)),
+        Case("python-scalar", lambda x: F.mul(-1.5, x), lambda x: -1.5 * x, randn(4)),
+    ],
+    "div": [
+        Case("same-shape", F.div, torch.div, randn(3, 4), away_from_zero(3, 4)),
+        Case("both-ways", F.div, torch.div, randn(3, 1), away_from_zero(1, 4)),
+        Case("one-over-x", lambda x: F.div(1, x), lambda x: 1 / x, away_from_zero(2, 3)),
+    ],
+    "neg": [
+        Case("matrix", F.neg, torch.neg, randn(3, 4)),
+        Case("0-d", F.neg, torch.neg, randn()),
+    ],
+    "pow": [
+        Case("square", lambda x: F.pow(x, 2), lambda x: x ** 2, randn(3, 4)),
+        Case("cube", lambda x: F.pow(x, 3), lambda x: x ** 3, randn(5)),
+        Case("sqrt", lambda x: F.pow(x, 0.5), lambda x: x ** 0.5, positive(2, 3)),
+        Case("inverse", lambda x: F.pow(x, -1), lambda x: x ** -1, away_from_zero(2, 3)),
+        Case("negative-fraction", lambda x: F.pow(x, -1.5), lambda x: x ** -1.5, positive(4)),
+        Case("zero-exponent-at-0", lambda x: F.pow(x, 0), lambda x: x ** 0, np.array([0.0, 1.5, -2.0])),
+    ],
+    # ----- pointwise functions
+    "exp": [Case("matrix", F.exp, torch.exp, randn(3, 4))],
+    "log": [Case("matrix", F.log, torch.log, positive(3, 4))],
+    "sqrt": [Case("matrix", F.sqrt, torch.sqrt, positive(3, 4))],
+    "tanh": [Case("matrix", F.tanh, torch.tanh, randn(3, 4, scale=2))],
+    "sigmoid": [
+        Case("matrix", F.sigmoid, torch.sigmoid, randn(3, 4, scale=2)),
+        Case("large", F.sigmoid, torch.sigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
+    ],
+    "relu": [Case("matrix", F.relu, torch.relu, away_from_zero(3, 4))],
+    "gelu": [
+        Case("exact-erf", F.gelu, TF.gelu, randn(3, 4, scale=2)),
+        Case("tanh", lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh"),
+             randn(3, 4, scale=2)),
+    ],
+    # ----- reductions: None, int, tuple, negative axes, keepdims, size-1 axes
+    "sum": [
+        Case("all", F.sum, torch.sum, randn(2, 3, 4)),
+        Case("axis-0", lambda x: F.sum(x, axis=0), lambda x: x.sum(0), randn(3, 4)),
+        Case("axes-neg", lambda x: F.sum(x, axis=(-3, -1)), lambda x: x.sum((-3, -1)), randn(2, 3, 4)),
+        Case("keepdims", lambda x: F.sum(x, axis=1, keepdims=True), lambda x: x.sum(1, keepdim=True),
+             randn(2, 3, 4)),
+        Case("size-1-axis", lambda x: F.sum(x, axis=1), lambda x: x.sum(1), randn(3, 1, 2)),
+    ],
+    "mean": [
+        Case("all", F.mean, torch.mean, randn(2, 3, 4)),
+        Case("axis-neg", lambda x: F.mean(x, axis=-1), lambda x: x.mean(-1), randn(3, 4)),
+        Case("axes-keepdims", lambda x: F.mean(x, axis=(0, 2), keepdims=True),
+             lambda x: x.mean((0, 2), keepdim=True), randn(2, 3, 4)),
+    ],
+    "max": [  # torch.amax: tied maxima share the gradient equally
+        Case("axis-neg-with-ties", lambda x: F.max(x, axis=-1), lambda x: x.amax(-1),
+             with_tie(with_tie(randn(3, 4), 0, 2), 9, 10)),
+        Case("all", F.max, torch.amax, randn(2, 3, 4)),
+        Case("axes-keepdims", lambda x: F.max(x, axis=(0, 2), keepdims=True),
+             lambda x: x.amax((0, 2), keepdim=True), randn(2, 3, 4)),
+        Case("size-1-axis", lambda x: F.max(x, axis=0), lambda x: x.amax(0), randn(1, 4)),
+    ],
+    # ----- shape ops
+    "reshape": [
+        Case("infer", lambda x: F.reshape(x, (4, -1)), lambda x: x.reshape(4, -1), randn(2, 3, 4)),
+        Case("add-size-1", lambda x: F.reshape(x, (2, 1, 3)), lambda x: x.reshape(2, 1, 3), randn(6)),
+        Case("to-0-d", lambda x: F.reshape(x, ()), lambda x: x.reshape(()), randn(1)),
+    ],
+    "transpose": [
+        Case("reverse", F.transpose, lambda x: x.permute(2, 1, 0), randn(2, 3, 4)),
+        Case("perm", lambda x: F.transpose(x, (1, 0, 2)), lambda x: x.permute(1, 0, 2), randn(2, 3, 4)),
+        Case("negative-axes", lambda x: F.transpose(x, (-1, 0, 1)), lambda x: x.permute(-1, 0, 1),
+             randn(2, 3, 4)),
+    ],
+    "swapaxes": [
+        Case("first-last", lambda x: F.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1), randn(2, 3, 4)),
+        Case("last-two", lambda x: F.swapaxes(x, -2, -1), lambda x: x.transpose(-2, -1), randn(3, 4)),
+    ],
+    "getitem": [
+        Case("slices", lambda x: F.getitem(x, (slice(1, None), slice(None, None, 2))),
+             lambda x: x[1:, ::2], randn(3, 5)),
+        Case("negative-int", lambda x: F.getitem(x, -1), lambda x: x[-1], randn(3, 4)),
+        Case("none-ellipsis", lambda x: F.getitem(x, (None, Ellipsis, 1)), lambda x: x[None, ..., 1],
+             randn(2, 3, 4)),
+        Case("bool-mask", lambda x: F.getitem(x, BOOL_2D), lambda x: x[torch_index(BOOL_2D)], randn(3, 4)),
+        Case("repeated-ids", lambda x: F.getitem(x, np.array([0, 2, 0, 0])),
+             lambda x: x[torch_index(np.array([0, 2, 0, 0]))], randn(3, 4)),
+        Case("two-id-arrays-repeated", lambda x: F.getitem(x, (np.array([0, 1, 0]), np.array([2, 2, 2]))),
+             lambda x: x[torch_index((np.array([0, 1, 0]), np.array([2, 2, 2])))], randn(3, 4)),
+        Case("slice-and-list", lambda x: F.getitem(x, (slice(None), [1, 1, 3])), lambda x: x[:, [1, 1, 3]],
+             randn(2, 4)),
+    ],
+    "concatenate": [
+        Case("axis-neg", lambda *xs: F.concatenate(xs, axis=-1), lambda *xs: torch.cat(xs, dim=-1),
+             randn(2, 3), randn(2, 1), randn(2, 2)),
+        Case("axis-0", lambda *xs: F.concatenate(xs), lambda *xs: torch.cat(xs), randn(1, 3), randn(2, 3)),
+    ],
+    "stack": [
+        Case("axis-0", lambda *xs: F.stack(xs), lambda *xs: torch.stack(xs), randn(2, 3), randn(2, 3)),
+        Case("axis-neg", lambda *xs: F.stack(xs, axis=-1), lambda *xs: torch.stack(xs, dim=-1),
+             randn(2, 3), randn(2, 3), randn(2, 3)),
+    ],
+    "split": [
+        Case("sizes-axis-neg", lambda x: F.split(x, [1, 3], axis=-1), lambda x: torch.split(x, [1, 3], dim=-1),
+             randn(2, 4)),
+        Case("sections", lambda x: F.split(x, 2), lambda x: torch.chunk(x, 2), randn(4, 3)),
+        Case("one-piece-unused", lambda x: F.split(x, [1, 2, 1])[1], lambda x: torch.split(x, [1, 2, 1])[1],
+             randn(4, 2)),
+    ],
+    # ----- matrix product: vectors, batches, broadcast batch axes
+    "matmul": [
+        Case("matrix", F.matmul, torch.matmul, randn(3, 4), randn(4, 5)),
+        Case("batch-times-matrix", F.matmul, torch.matmul, randn(2, 3, 4), randn(4, 5)),
+        Case("broadcast-batches", F.matmul, torch.matmul, randn(2, 1, 3, 4), randn(3, 4, 2)),
+        Case("vector-times-batch", F.matmul, torch.matmul, randn(4), randn(2, 4, 3)),
+        Case("matrix-times-vector", F.matmul, torch.matmul, randn(3, 4), randn(4)),
+        Case("dot", F.matmul, torch.matmul, randn(5), randn(5)),
+    ],
+    "linear": [  # y = x W^T + b, W of shape (out, in)
+        Case("bias-batch", F.linear, TF.linear, randn(2, 3, 4), randn(5, 4), randn(5)),
+        Case("no-bias", F.linear, TF.linear, randn(3, 4), randn(2, 4)),
+    ],
+    # ----- selection
+    "where": [
+        Case("broadcast-b", F.where, torch.where, mask(3, 4), randn(3, 4), randn(4)),
+        Case("broadcast-condition", F.where, torch.where, mask(3, 1), randn(1, 4), randn(3, 4)),
+        Case("python-scalar", lambda c, a: F.where(c, a, 0.0), lambda c, a: torch.where(c, a, 0.0),
+             mask(2, 3), randn(2, 3)),
+    ],
+    "masked_fill": [
+        Case("same-shape", lambda x, m: F.masked_fill(x, m, -1.5), lambda x, m: x.masked_fill(m, -1.5),
+             randn(3, 4), mask(3, 4)),
+        Case("broadcast-mask", lambda x, m: F.masked_fill(x, m, 0.0), lambda x, m: x.masked_fill(m, 0.0),
+             randn(2, 3, 4), mask(4)),
+    ],
+    # ----- softmax family; a "fully masked" row uses -1e9, where tensorlab and PyTorch agree
+    "softmax": [
+        Case("last-axis", F.softmax, lambda x: torch.softmax(x, -1), randn(3, 5)),
+        Case("axis-neg-2", lambda x: F.softmax(x, axis=-2), lambda x: torch.softmax(x, -2), randn(2, 4, 3)),
+        Case("size-1-axis", F.softmax, lambda x: torch.softmax(x, -1), randn(3, 1)),
+        Case("large-logits", F.softmax, lambda x: torch.softmax(x, -1), randn(2, 4, scale=50)),
+        Case("masked-rows", _softmax_masked(F.softmax, -1e9),
+             lambda x, m: torch.softmax(x.masked_fill(m, -1e9), -1), randn(3, 5), ROW_MASK),
+    ],
+    "log_softmax": [
+        Case("last-axis", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(3, 5)),
+        Case("axis-0", lambda x: F.log_softmax(x, axis=0), lambda x: torch.log_softmax(x, 0), randn(4, 3)),
+        Case("large-logits", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(2, 4, scale=50)),
+        # only a fully masked row: a partly masked one puts -1e9 in the output, beyond what
+        # finite differences can resolve
+        Case("fully-masked-row", _softmax_masked(F.log_softmax, -1e9),
+             lambda x, m: torch.log_softmax(x.masked_fill(m, -1e9), -1), randn(3, 5),
+             np.array([[False] * 5, [True] * 5, [False] * 5])),
+    ],
+    "cross_entropy": [
+        Case("rows-repeated-targets", F.cross_entropy, TF.cross_entropy, randn(4, 5), np.array([1, 0, 4, 1])),
+        Case("batch-time-ignored", F.cross_entropy,
+             lambda x, t: TF.cross_entropy(x.reshape(-1, 4), t.reshape(-1)), randn(2, 3, 4), TARGETS_IGNORED),
+        Case("custom-ignore-index", lambda x, t: F.cross_entropy(x, t, ignore_index=2),
+             lambda x, t: TF.cross_entropy(x, t, ignore_index=2), randn(5, 3), np.array([2, 0, 1, 2, 1])),
+        Case("large-logits", F.cross_entropy, TF.cross_entropy, randn(3, 4, scale=40), np.array([3, 0, 2])),
+    ],
+    "embedding": [
+        Case("repeated-ids", F.embedding, TF.embedding, np.array([[0, 3, 3], [4, 0, 3]]), randn(5, 4)),
+        Case("int32-ids", F.embedding, TF.embedding, ids(6, 7).astype(np.int32), randn(6, 2)),
+    ],
+    # ----- normalisation over the last axis
+    "rms_norm": [
+        Case("weight", F.rms_norm, lambda x, w: TF.rms_norm(x, (4,), w, eps=1e-5), randn(2, 3, 4),
+             positive(4)),
+        Case("no-weight-eps", lambda x: F.rms_norm(x, eps=1e-3), lambda x: TF.rms_norm(x, (5,), eps=1e-3),
+             randn(3, 5)),
+    ],
+    "layer_norm": [
+        Case("weight-bias", F.layer_norm, lambda x, w, b: TF.layer_norm(x, (4,), w, b, eps=1e-5),
+             randn(2, 3, 4), positive(4), randn(4)),
+        Case("plain", F.layer_norm, lambda x: TF.layer_norm(x, (5,)), randn(3, 5)),
+    ],
+    "causal_attention": [  # (B, H, T, D)
+        Case("B1-H2-T4-D3", F.causal_attention,
+             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+             randn(1, 2, 4, 3), randn(1, 2, 4, 3), randn(1, 2, 4, 3)),
+        Case("eval-ignores-dropout", lambda q, k, v: F.causal_attention(q, k, v, dropout_p=0.5, training=False),
+             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+             randn(2, 1, 3, 2), randn(2, 1, 3, 2), randn(2, 1, 3, 2)),
+    ],
+    "dropout": [
+        Case("p0.3", DROPOUT_03.tl, DROPOUT_03.torch, randn(4, 6)),
+        Case("p0.7", DROPOUT_07.tl, DROPOUT_07.torch, randn(3, 5)),
+    ],
+}
+
+CASE_PARAMS = [pytest.param(case, id=f"{op}-{case.label}") for op, cases in CASES.items() for case in cases]
+
+
+def test_every_exported_op_has_cases():
+    """An op added to functional.__all__ without cases here would escape both checks: fail instead."""
+    assert set(CASES) == set(F.__all__), (
+        f"ops without cases: {sorted(set(F.__all__) - set(CASES))}; "
+        f"cases for ops not exported: {sorted(set(CASES) - set(F.__all__))}")
+    assert all(CASES[op] for op in F.__all__)
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_gradcheck(case, backend):
+    inputs = [tensorlab.tensor(x, requires_grad=x.dtype.kind == "f", device=backend.device)
+              if isinstance(x, np.ndarray) else x for x in case.inputs]
+    tensorlab.gradcheck(_single_output(case.tl_fn), inputs)
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_against_torch_float64(case, backend):
+    check_against_torch(case.tl_fn, case.torch_fn, case.inputs, device=backend.device, name=case.label)
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_against_torch_float32(case, backend):
+    """float32 in -> float32 out and float32 gradients (Python scalars must not upcast), close to PyTorch's."""
+    check_against_torch(case.tl_fn, case.torch_fn, case.inputs, dtype="float32", device=backend.device,
+                        atol=case.f32_atol, name=case.label)
+
+
+def _host(array):
+    """A NumPy copy of a backend array (a .grad on the GPU)."""
+    return tensorlab.backend.to_device(array, "cpu")
+
+
+def _single_output(fn):
+    """gradcheck wants one output tensor: join several (split's pieces) into one vector."""
+    def joined(*xs):
+        ys = fn(*xs)
+        return F.concatenate([F.reshape(y, (-1,)) for y in ys]) if isinstance(ys, tuple) else ys
+    return joined
+
+
+# ----- behaviour the table cannot show -----------------------------------------------------------
+
+def test_softmax_of_a_fully_minus_inf_row_is_zeros_with_zero_gradient(backend):
+    """Documented: zeros (attention over nothing contributes nothing), where PyTorch gives NaN."""
+    x = np.array([[1.0, -np.inf, 0.5], [-np.inf] * 3])
+    xt = tensorlab.tensor(x, requires_grad=True, device=backend.device)
+    y = F.softmax(xt)
+    np.testing.assert_array_equal(y.numpy()[1], [0.0, 0.0, 0.0])
+    y.backward(tensorlab.tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), device=backend.device))
+    np.testing.assert_array_equal(_host(xt.grad)[1], [0.0, 0.0, 0.0])
+    # the partly masked row is an ordinary softmax, as in PyTorch
+    expected = torch.softmax(torch.tensor(x[0]), -1).numpy()
+    assert_close("softmax of the partly masked row", y.numpy()[0], expected, 1e-12, 0)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_log_softmax_of_a_fully_minus_inf_row_is_nan_like_torch(backend):
+    x = np.array([[0.5, -np.inf, 1.0], [-np.inf] * 3])
+    check_against_torch(F.log_softmax, lambda t: torch.log_softmax(t, -1), [x], device=backend.device,
+                        name="log_softmax")
+
+
+def test_relu_gradient_at_exactly_zero_is_zero_like_torch(backend):
+    check_against_torch(F.relu, torch.relu, [np.array([-1.0, 0.0, 0.0, 2.0])], device=backend.device,
+                        name="relu")
+
+
+def test_max_three_way_tie_shares_the_gradient_like_torch_amax(backend):
+    check_against_torch(lambda x: F.max(x, axis=-1), lambda x: x.amax(-1),
+                        [np.array([[2.0, 2.0, 1.0, 2.0], [0.0, 3.0, -1.0, 1.0]])], device=backend.device, name="max")
+
+
+def test_cross_entropy_ignores_minus_100_by_default_and_every_target_ignored_gives_nan_loss_zero_grad(backend):
+    targets = np.array([-100, -100])
+    check_against_torch(F.cross_entropy, TF.cross_entropy, [randn(2, 3), targets], device=backend.device,
+                        name="cross_entropy")
+
+
+def test_mixed_float32_and_float64_promote_like_torch(backend):
+    """float32 (x) float64 gives float64; each gradient comes back in its own input's dtype."""
+    a32 = randn(3, 4).astype(np.float32)
+    b64 = randn(4, 2)
+    # torch.matmul refuses mixed dtypes; its float64 product of the upcast operand is the reference
+    for tl_fn, torch_fn in [(F.matmul, lambda a, b: a.double() @ b), (F.mul, torch.mul), (F.add, torch.add)]:
+        b = b64 if tl_fn is F.matmul else b64[:, 0]
+        a = tensorlab.tensor(a32, requires_grad=True, device=backend.device)
+        bt = tensorlab.tensor(b, requires_grad=True, device=backend.device)
+        ta, tb = torch.tensor(a32, requires_grad=True), torch.tensor(b, requires_grad=True)
+        y, ty = tl_fn(a, bt), torch_fn(ta, tb)
+        assert y.dtype == np.float64 and ty.dtype == torch.float64
+        u = randn(*y.shape)
+        y.backward(u)
+        ty.backward(torch.from_numpy(u))
+        assert a.grad.dtype == np.float32 and bt.grad.dtype == np.float64
+        assert_close(f"{tl_fn.__name__} grad of the float32 input", _host(a.grad),
+                     ta.grad.numpy(), 1e-5, 1e-5)
+        assert_close(f"{tl_fn.__name__} grad of the float64 input", _host(bt.grad),
+                     tb.grad.numpy(), 1e-5, 1e-5)
+
+
+# ----- dropout: the mask itself ------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_drops_a_fraction_p_and_scales_the_rest(p, backend):
+    x = tensorlab.tensor(np.full((200, 100), 3.0, dtype=np.float32), requires_grad=True, device=backend.device)
+    tensorlab.manual_seed(0)
+    y = F.dropout(x, p=p)
+    values = y.numpy()
+    assert y.dtype == np.float32
+    kept = values != 0
+    assert abs(kept.mean() - (1 - p)) < 0.02, f"kept {kept.mean():.3f} of the elements, expected {1 - p}"
+    np.testing.assert_allclose(values[kept], 3.0 / (1 - p), rtol=1e-6)
+    g = randn(200, 100).astype(np.float32)
+    y.backward(g)
+    np.testing.assert_allclose(_host(x.grad), g * kept / (1 - p), rtol=1e-6)
+
+
+def test_dropout_is_repeatable_after_manual_seed_and_differs_between_calls(backend):
+    x = tensorlab.tensor(np.ones((8, 16)), device=backend.device)
+    tensorlab.manual_seed(3)
+    first, second = F.dropout(x, 0.5).numpy(), F.dropout(x, 0.5).numpy()
+    tensorlab.manual_seed(3)
+    np.testing.assert_array_equal(F.dropout(x, 0.5).numpy(), first)
+    assert (first != second).any()
+
+
+def test_dropout_in_eval_mode_and_with_p_0_is_the_identity_and_p_1_drops_everything(backend):
+    x = tensorlab.tensor(randn(4, 5), requires_grad=True, device=backend.device)
+    assert F.dropout(x, p=0.5, training=False) is x
+    assert F.dropout(x, p=0.0) is x
+    y = F.dropout(x, p=1.0)
+    np.testing.assert_array_equal(y.numpy(), np.zeros((4, 5)))
+    y.backward(np.ones((4, 5)))
+    np.testing.assert_array_equal(_host(x.grad), np.zeros((4, 5)))
+
+
+# ----- fused ops agree with the same math composed from primitives ------------------------------
+
+def test_fused_ops_agree_with_their_composition(backend):
+    rng = np.random.default_rng(5)
+    x_np, w_np, b_np = rng.standard_normal((3, 6)), rng.uniform(0.5, 2, 6), rng.standard_normal(6)
+    targets = np.array([5, 0, 2])
+
+    def composed_softmax(x):
+        e = F.exp(x - F.max(x, axis=-1, keepdims=True))
+        return e / F.sum(e, axis=-1, keepdims=True)
+
+    def composed_cross_entropy(x):
+        logp = x - F.log(F.sum(F.exp(x), axis=-1, keepdims=True))
+        return -F.mean(F.getitem(logp, (np.arange(3), targets)))
+
+    def composed_rms_norm(x, w):
+        return x / F.sqrt(F.mean(x * x, axis=-1, keepdims=True) + 1e-5) * w
+
+    def composed_layer_norm(x, w, b):
+        c = x - F.mean(x, axis=-1, keepdims=True)
+        return c / F.sqrt(F.mean(c * c, axis=-1, keepdims=True) + 1e-5) * w + b
+
+    pairs = [
+        ("softmax", F.softmax, composed_softmax, [x_np]),
+        ("log_softmax", F.log_softmax, lambda x: F.log(composed_softmax(x)), [x_np]),
+        ("cross_entropy", lambda x: F.cross_entropy(x, targets), composed_cross_entropy, [x_np]),
+        ("rms_norm", F.rms_norm, composed_rms_norm, [x_np, w_np]),
+        ("layer_norm", F.layer_norm, composed_layer_norm, [x_np, w_np, b_np]),
+    ]
+    for name, fused, composed, arrays in pairs:
+        results = []
+        for fn in (fused, composed):
+            xs = [tensorlab.tensor(a, requires_grad=True, device=backend.device) for a in arrays]
+            y = fn(*xs)
+            y.backward(np.random.default_rng(1).standard_normal(y.shape))
+            results.append([y.numpy()] + [_host(x.grad) for x in xs])
+        for k, (f, c) in enumerate(zip(*results)):
+            assert_close(f"{name}: fused vs composed, {'output' if k == 0 else f'gradient {k - 1}'}", f, c,
+                         1e-10, 1e-12)
