@@ -133,9 +133,9 @@ class Tensor:
         if self.creator is None:
             _accumulate_into_leaf(self, grad)
             return
+        order = topological_order(self.creator)  # first: it explains a graph freed by an earlier backward()
         pending = {self.creator: _empty_slots(self.creator)}
         pending[self.creator][self.output_index] = grad
-        order = topological_order(self.creator)
         for fn in reversed(order):
             slots = pending.pop(fn, None)
             if slots is None:  # every consumer returned None for it: no gradient flows here
