@@ -241,9 +241,11 @@ class Function:
     probability) go to `__init__`.
     """
 
+    name = None  # the op's name in tensorlab.functional, for error messages; None: the class name in lower case
+
     def __call__(self, *inputs):
         tensors = [_as_tensor(x, inputs) for x in inputs]
-        backend.same_device(type(self).__name__.lower(), [t.data for t in tensors])
+        backend.same_device(self.name or type(self).__name__.lower(), [t.data for t in tensors])
         outputs = self.forward(*[t.data for t in tensors])
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs

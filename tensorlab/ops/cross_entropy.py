@@ -12,6 +12,8 @@ from tensorlab.tensor import Function
 
 
 class CrossEntropy(Function):
+    name = "cross_entropy"
+
     def __init__(self, ignore_index=-100):
         self.ignore_index = ignore_index
 

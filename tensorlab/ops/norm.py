@@ -20,6 +20,8 @@ def _check_params(op_name, x, *params):
 
 
 class RMSNorm(Function):
+    name = "rms_norm"
+
     def __init__(self, eps=1e-5):
         self.eps = eps
 
@@ -38,6 +40,8 @@ class RMSNorm(Function):
 
 
 class LayerNorm(Function):
+    name = "layer_norm"
+
     def __init__(self, eps=1e-5):
         self.eps = eps
 

@@ -31,6 +31,8 @@ class Where(Function):
 class MaskedFill(Function):
     """masked_fill(x, mask, value): x with `value` wherever mask is True (mask broadcasts to x)."""
 
+    name = "masked_fill"
+
     def __init__(self, value):
         self.value = value
 

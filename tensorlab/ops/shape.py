@@ -46,6 +46,8 @@ class Transpose(Function):
 class GetItem(Function):
     """x[index] for slices, ints, None, Ellipsis, boolean masks and integer arrays."""
 
+    name = "getitem"
+
     def __init__(self, index):
         self.index = index
 

@@ -42,6 +42,8 @@ class Softmax(Function):
 class LogSoftmax(Function):
     """log(softmax(x)) = x - m - log(sum_j exp(x_j - m)). A row that is all -inf gives NaN, as in PyTorch."""
 
+    name = "log_softmax"
+
     def __init__(self, axis=-1):
         self.axis = axis
 
