@@ -38,9 +38,10 @@ class InputReport:
         self.max_abs_error = float(error.max(initial=0.0))
         # relative error only where the absolute one is above noise, so near-zero values don't dominate
         self.max_rel_error = float(self.rel_error[error > atol].max(initial=0.0))
-        order = np.argsort(-(error - rtol * np.abs(numeric)), axis=None)[:WORST_SHOWN]
+        # the wrong elements only, furthest beyond the tolerance first
+        order = [k for k in np.argsort(-(error - rtol * np.abs(numeric)), axis=None) if self.wrong.flat[k]]
         self.worst = [(tuple(int(i) for i in np.unravel_index(k, analytic.shape)),
-                       float(analytic.flat[k]), float(numeric.flat[k])) for k in order]
+                       float(analytic.flat[k]), float(numeric.flat[k])) for k in order[:WORST_SHOWN]]
 
     @property
     def passed(self):
@@ -56,8 +57,7 @@ class InputReport:
                  f"max rel error {self.max_rel_error:.3g}",
                  f"    {'element':<16}{'analytic (yours)':>20}{'numeric (expected)':>22}{'difference':>14}"]
         for index, a, n in self.worst:
-            if abs(a - n) > 0:
-                lines.append(f"    {str(index):<16}{a:>20.8g}{n:>22.8g}{a - n:>14.3g}")
+            lines.append(f"    {str(index):<16}{a:>20.8g}{n:>22.8g}{a - n:>14.3g}")
         return "\n".join(lines)
 
 
