@@ -1,0 +1,126 @@
+"""gradcheck itself: it passes correct ops, and its report on a wrong backward says exactly what is wrong."""
+import re
+
+import numpy as np
+import pytest
+
+import tensorlab
+import tensorlab.functional as F
+from tensorlab.gradcheck import GradcheckError, gradcheck
+from tensorlab.ops.elementwise import Exp, Mul
+from tensorlab.ops.softmax import Softmax
+
+
+class FlippedMul(Mul):
+    """A planted bug: the gradient of b has the wrong sign."""
+
+    def backward(self, gy):
+        ga, gb = super().backward(gy)
+        return ga, -gb
+
+
+class OneWrongElementExp(Exp):
+    """A planted bug in a single element: gx[1, 2] is off by 0.5."""
+
+    def backward(self, gy):
+        gx = gy * self.y
+        gx[1, 2] += 0.5
+        return gx
+
+
+class ZeroSoftmax(Softmax):
+    """A planted bug a plain .sum() check cannot see: d(sum softmax)/dx is exactly 0."""
+
+    def backward(self, gy):
+        return gy * 0
+
+
+def leaf(data, backend, requires_grad=True):
+    return tensorlab.tensor(np.asarray(data, dtype=np.float64), requires_grad=requires_grad, device=backend.device)
+
+
+def test_gradcheck_passes_correct_ops_and_says_so(backend):
+    a, b = leaf(np.linspace(-1, 1, 6).reshape(2, 3), backend), leaf([0.5, -2.0, 1.5], backend)
+    report = gradcheck(lambda a, b: F.softmax(a * b) @ F.tanh(b), [a, b], names=["a", "b"])
+    assert report.passed
+    text = str(report)
+    assert text.startswith("gradcheck passed")
+    assert "input 'a' of shape (2, 3): ok" in text and "input 'b' of shape (3,): ok" in text
+
+
+def test_report_on_a_flipped_sign_names_the_input_the_index_and_both_values(backend):
+    a = leaf([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.5]], backend)
+    b = leaf([[0.5, -1.0, 2.0], [1.5, 3.0, -0.25]], backend)
+    with pytest.raises(GradcheckError) as failure:
+        gradcheck(lambda a, b: FlippedMul()(a, b), [a, b], names=["a", "b"])
+    report = failure.value.report
+    assert isinstance(failure.value, AssertionError)
+    text = str(failure.value)
+    assert text.startswith("gradcheck FAILED: the gradient of 1 of 2 inputs is wrong")
+    assert "input 'a' of shape (2, 3): ok" in text
+    assert "input 'b' of shape (2, 3): 6 of 6 gradient elements are wrong" in text
+
+    # the true gradient of b is u * a (u the random upstream gradient); the planted one is -u * a
+    wrong = report.inputs[1]
+    assert len(wrong.worst) == 5
+    for index, analytic, numeric in wrong.worst:
+        assert analytic == pytest.approx(-numeric, rel=1e-6)
+        line = next(l for l in text.splitlines() if l.strip().startswith(str(index)))
+        assert re.search(rf"{re.escape(str(index))}\s+{re.escape(f'{analytic:.8g}')}\s+{re.escape(f'{numeric:.8g}')}",
+                         line), line
+    assert "analytic (yours)" in text and "numeric (expected)" in text
+
+
+def test_report_pinpoints_a_single_wrong_element(backend):
+    x = leaf(np.linspace(-1, 1, 12).reshape(3, 4), backend)
+    report = gradcheck(lambda x: OneWrongElementExp()(x), [x], names=["x"], raise_on_failure=False)
+    assert not report.passed
+    text = str(report)
+    assert "input 'x' of shape (3, 4): 1 of 12 gradient elements are wrong" in text
+    index, analytic, numeric = report.inputs[0].worst[0]
+    assert index == (1, 2)
+    assert analytic - numeric == pytest.approx(0.5, abs=1e-6)
+    rows = [l for l in text.splitlines() if re.match(r"\s+\(\d", l)]
+    assert len(rows) == 1 and rows[0].strip().startswith("(1, 2)")
+
+
+def test_a_backward_that_returns_zeros_is_caught_thanks_to_the_random_upstream_gradient(backend):
+    x = leaf(np.linspace(-1, 2, 8).reshape(2, 4), backend)
+    with pytest.raises(GradcheckError, match="input '0' of shape \\(2, 4\\): 8 of 8 gradient elements are wrong"):
+        gradcheck(lambda x: ZeroSoftmax()(x), [x])
+    # with a plain .sum() the true gradient is 0 and the bug would pass unseen
+    assert gradcheck(lambda x: F.sum(ZeroSoftmax()(x)), [x]).passed
+
+
+def test_only_inputs_that_require_grad_are_checked_and_integer_inputs_pass_through(backend):
+    ids = tensorlab.tensor(np.array([[0, 2], [2, 1]]), device=backend.device)
+    weight = leaf(np.arange(6.0).reshape(3, 2) / 6, backend)
+    constant = leaf(np.ones((2, 2, 2)), backend, requires_grad=False)
+    report = gradcheck(lambda i, w, c: F.embedding(i, w) * c, [ids, weight, constant])
+    assert [r.name for r in report.inputs] == ["'1'"]
+
+
+def test_float32_inputs_are_checked_in_float64(backend):
+    x = tensorlab.tensor(np.linspace(-2, 2, 10, dtype=np.float32), requires_grad=True, device=backend.device)
+    seen = []
+
+    def fn(x):
+        seen.append(x.dtype)
+        return F.gelu(x)
+
+    assert gradcheck(fn, [x]).passed
+    assert set(seen) == {np.dtype(np.float64)}
+    assert x.grad is None  # the caller's tensor is untouched
+
+
+def test_a_transposed_non_contiguous_input_is_checked_correctly(backend):
+    x = tensorlab.tensor(np.arange(12.0).reshape(4, 3).T / 12, requires_grad=True, device=backend.device)
+    assert gradcheck(lambda x: x * x, [x]).passed
+
+
+def test_gradcheck_argument_errors(backend):
+    x = leaf([1.0, 2.0], backend, requires_grad=False)
+    with pytest.raises(ValueError, match="gradcheck: no input requires grad"):
+        gradcheck(lambda x: x * 2.0, [x])
+    with pytest.raises(TypeError, match="gradcheck: fn must return a Tensor"):
+        gradcheck(lambda x: 3.0, [leaf([1.0], backend)])
