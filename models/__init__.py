@@ -1,0 +1,1 @@
+"""The language model built on tensorlab: its corpus, tokenizer, data and model."""

@@ -1,0 +1,129 @@
+"""Find, download and read the Tiny Shakespeare corpus.
+
+Where the corpus comes from, in order:
+  1. an explicit ``path`` argument (any UTF-8 text file; no checksum),
+  2. the environment variable ``TENSORLAB_CORPUS`` (same rules),
+  3. the cached copy ``$TENSORLAB_CACHE/tinyshakespeare.txt``
+     (``TENSORLAB_CACHE`` defaults to ``~/.cache/tensorlab``),
+  4. a download from ``CORPUS_URL``, checked against ``CORPUS_SHA256``
+     and then written atomically to the cache.
+"""
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+CORPUS_FILENAME = "tinyshakespeare.txt"
+CORPUS_ENV = "TENSORLAB_CORPUS"
+CACHE_ENV = "TENSORLAB_CACHE"
+DOWNLOAD_TIMEOUT_S = 30
+
+HOW_TO_GIVE_A_COPY = (
+    f"Give a local copy with --data PATH or {CORPUS_ENV}=PATH "
+    f"(the file is {CORPUS_URL})."
+)
+
+
+class CorpusError(RuntimeError):
+    """The corpus could not be found, downloaded, verified or read."""
+
+
+def cache_dir() -> Path:
+    """The directory holding the downloaded corpus: $TENSORLAB_CACHE or ~/.cache/tensorlab."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "tensorlab")
+
+
+def fetch_bytes(url: str = CORPUS_URL, timeout: float = DOWNLOAD_TIMEOUT_S) -> bytes:
+    """Download ``url`` and return its bytes (tests replace this to stay offline)."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data`` as 64 hex digits."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def corpus_path(path=None) -> Path:
+    """Where the corpus is: ``path``, $TENSORLAB_CORPUS, the cache, or a fresh download."""
+    if path is not None:
+        return _existing_file(Path(path), "given path")
+    if os.environ.get(CORPUS_ENV):
+        return _existing_file(Path(os.environ[CORPUS_ENV]), f"{CORPUS_ENV}")
+    cached = cache_dir() / CORPUS_FILENAME
+    if cached.is_file():
+        _check_cached(cached)
+        return cached
+    return _download_to(cached)
+
+
+def load_corpus(path=None) -> str:
+    """The corpus text, resolved as in ``corpus_path``; must be non-empty UTF-8."""
+    where = corpus_path(path)
+    data = where.read_bytes()
+    if not data:
+        raise CorpusError(f"corpus file {where} is empty; expected UTF-8 text.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorpusError(
+            f"corpus file {where} is not UTF-8 text "
+            f"(byte {err.start} is {data[err.start:err.start + 1]!r}); expected a UTF-8 text file."
+        ) from None
+
+
+def _existing_file(path: Path, source: str) -> Path:
+    """``path`` if it is a file, else a CorpusError saying where the path came from."""
+    path = path.expanduser()
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise CorpusError(f"corpus file {path} ({source}) {what}; expected a UTF-8 text file.")
+    return path
+
+
+def _check_cached(cached: Path) -> None:
+    """Refuse a cached copy whose checksum is wrong (e.g. edited or truncated by hand)."""
+    got = sha256_hex(cached.read_bytes())
+    if got != CORPUS_SHA256:
+        raise CorpusError(
+            f"cached corpus {cached} has sha256 {got}, expected {CORPUS_SHA256}; "
+            f"delete it to download it again. {HOW_TO_GIVE_A_COPY}"
+        )
+
+
+def _download_to(cached: Path) -> Path:
+    """Download the corpus, verify its checksum, and write it to ``cached`` atomically."""
+    try:
+        data = fetch_bytes(CORPUS_URL, DOWNLOAD_TIMEOUT_S)
+    except OSError as err:  # URLError, HTTPError and timeouts are all OSErrors
+        raise CorpusError(
+            f"no local corpus found (no path given, {CORPUS_ENV} unset, no cached copy at "
+            f"{cached}) and the download from {CORPUS_URL} failed: {err}. {HOW_TO_GIVE_A_COPY}"
+        ) from err
+    got = sha256_hex(data)
+    if got != CORPUS_SHA256:
+        raise CorpusError(
+            f"downloaded corpus from {CORPUS_URL} has sha256 {got}, expected {CORPUS_SHA256}; "
+            f"nothing was cached. {HOW_TO_GIVE_A_COPY}"
+        )
+    write_atomically(cached, data)
+    return cached
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to a temp file beside ``target``, then rename it over ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)  # atomic on one filesystem: readers never see half a file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
