@@ -1,0 +1,183 @@
+"""A byte-pair-encoding tokenizer: a small wrapper around HuggingFace ``tokenizers``.
+
+Two ways to cut text into words before BPE merges characters inside them:
+
+- ``"bytelevel"`` (default, GPT-2 style): text is turned into bytes, each byte
+  shown as one printable character (a space is ``Ġ``, a newline ``Ċ``). All 256
+  bytes are in the vocabulary, so any text round-trips exactly:
+  ``decode(encode(text)) == text``, newlines and runs of spaces included.
+- ``"whitespace"`` (as older reports used): words and punctuation runs, with the
+  whitespace thrown away. Lossy: ``decode`` puts one space between every two
+  tokens, even pieces of one word, so ``"Citizen:\\n"`` may come back as
+  ``"C it i z en :"``. Characters unseen in training become ``[UNK]``.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from .corpus import write_atomically
+
+PRETOKENIZERS = ("bytelevel", "whitespace")
+MIN_BYTELEVEL_VOCAB = 260  # the 256 single bytes plus a few merges
+UNK = "[UNK]"  # whitespace mode only; bytelevel never needs it
+FILE_FORMAT = "tensorlab-bpe"
+
+# Cutting text here never changes the encoding: a newline that follows a
+# non-space character always starts a new pre-token in both modes, so the pieces
+# can be encoded in parallel with encode_batch and concatenated (unlike plain
+# lines: the GPT-2 pattern can keep "\n " together across a line end).
+_SAFE_CUT = re.compile(r"(?<=\S)(?=\n)")
+
+# How token labels show characters that are invisible in a plot axis.
+_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+def byte_level_chars() -> dict[str, int]:
+    """GPT-2's map from each byte-level character back to the byte it stands for."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    char_to_byte, shifted = {}, 0
+    for b in range(256):
+        if b in printable:
+            char_to_byte[chr(b)] = b
+        else:  # control bytes and space move up past 255 to printable characters
+            char_to_byte[chr(256 + shifted)] = b
+            shifted += 1
+    return char_to_byte
+
+
+class BPETokenizer:
+    """Byte-pair encoding of text to int64 token ids and back; make one with ``train`` or ``load``."""
+
+    def __init__(self, tokenizer: Tokenizer, pretokenizer: str):
+        _check_pretokenizer(pretokenizer)
+        self._tok = tokenizer
+        self.pretokenizer = pretokenizer
+        self._labels, n_bytes = self._describe_vocab()
+        self._n_bytes = np.array(n_bytes, dtype=np.int64)  # (V,) bytes each token decodes to
+
+    @classmethod
+    def train(cls, text: str, vocab_size: int = 500, pretokenizer: str = "bytelevel") -> "BPETokenizer":
+        """Learn BPE merges on ``text`` until the vocabulary has ``vocab_size`` tokens."""
+        _check_pretokenizer(pretokenizer)
+        if not isinstance(text, str) or not text:
+            got = "an empty str" if isinstance(text, str) else type(text).__name__
+            raise ValueError(f"text must be a non-empty str, got {got}.")
+        low = MIN_BYTELEVEL_VOCAB if pretokenizer == "bytelevel" else 2
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < low:
+            raise ValueError(
+                f"vocab_size must be an int >= {low} for pretokenizer={pretokenizer!r}, got {vocab_size!r}."
+            )
+
+        if pretokenizer == "bytelevel":
+            tok = Tokenizer(models.BPE())
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tok.decoder = decoders.ByteLevel()
+            trainer = trainers.BpeTrainer(
+                vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+            )
+        else:
+            tok = Tokenizer(models.BPE(unk_token=UNK))
+            tok.pre_tokenizer = pre_tokenizers.Whitespace()
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK], show_progress=False)
+        tok.train_from_iterator(_SAFE_CUT.split(text), trainer=trainer)  # same merges as one string, faster
+
+        if tok.get_vocab_size() > vocab_size:  # the trainer keeps every character even past vocab_size
+            raise ValueError(
+                f"vocab_size={vocab_size} is too small: the text has {tok.get_vocab_size()} "
+                f"single-character tokens (with {UNK}); ask for at least that many."
+            )
+        return cls(tok, pretokenizer)
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids, special tokens included (at most the size asked for)."""
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> np.ndarray:
+        """Token ids of ``text`` as a 1-D int64 array."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects a str, got {type(text).__name__}.")
+        if not text:
+            return np.zeros(0, dtype=np.int64)
+        pieces = self._tok.encode_batch(_SAFE_CUT.split(text), add_special_tokens=False)
+        return np.concatenate([np.asarray(p.ids, dtype=np.int64) for p in pieces])
+
+    def decode(self, ids) -> str:
+        """The text that token ``ids`` stand for (whitespace mode: tokens joined by spaces)."""
+        ids = self._checked_ids(ids)
+        return self._tok.decode(ids.tolist(), skip_special_tokens=False)
+
+    def token_strings(self, ids) -> list[str]:
+        """A readable label per id, e.g. for heatmap axes: space shows as '␣', newline as '↵'."""
+        return [self._labels[i] for i in self._checked_ids(ids).tolist()]
+
+    def token_bytes(self, ids) -> int:
+        """Total UTF-8 bytes that ``ids`` decode to; exact and additive in bytelevel mode.
+
+        Whitespace mode counts the bytes of each token's text only (the dropped
+        whitespace is not counted and [UNK] counts 0), so bits per byte from the
+        two modes are not comparable.
+        """
+        return int(self._n_bytes[self._checked_ids(ids)].sum())
+
+    def save(self, path) -> None:
+        """Write the tokenizer to one JSON file (tokenizer.json content plus the pretokenizer name)."""
+        blob = {"format": FILE_FORMAT, "pretokenizer": self.pretokenizer, "tokenizer": json.loads(self._tok.to_str())}
+        write_atomically(Path(path), json.dumps(blob, ensure_ascii=False).encode("utf-8"))
+
+    @classmethod
+    def load(cls, path) -> "BPETokenizer":
+        """Read a tokenizer written by ``save``."""
+        path = Path(path)
+        expected = f"expected JSON written by BPETokenizer.save, with format={FILE_FORMAT!r}"
+        try:
+            blob = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
+            raise ValueError(f"{path} is not a saved tokenizer ({err}); {expected}.") from None
+        if not isinstance(blob, dict) or blob.get("format") != FILE_FORMAT or "tokenizer" not in blob:
+            raise ValueError(f"{path} is not a saved tokenizer; {expected} and a 'tokenizer' key.")
+        tok = Tokenizer.from_str(json.dumps(blob["tokenizer"]))
+        pretokenizer = blob.get("pretokenizer")
+        return cls(tok, pretokenizer)
+
+    def __repr__(self) -> str:
+        return f"BPETokenizer(pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
+
+    def _checked_ids(self, ids) -> np.ndarray:
+        """``ids`` as a 1-D int64 array, or an error saying which id is out of range."""
+        ids = np.asarray(ids)
+        if ids.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"expected a 1-D sequence of integer token ids, got shape {ids.shape} dtype {ids.dtype}.")
+        bad = (ids < 0) | (ids >= self.vocab_size)
+        if bad.any():
+            raise ValueError(f"token id {int(ids[bad][0])} is out of range; ids must be in [0, {self.vocab_size}).")
+        return ids.astype(np.int64, copy=False)
+
+    def _describe_vocab(self) -> tuple[list[str], list[int]]:
+        """For every id: a readable label and the number of bytes it decodes to."""
+        id_to_token = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
+        char_to_byte = byte_level_chars()
+        labels, n_bytes = [], []
+        for i in range(self.vocab_size):
+            token = id_to_token[i]
+            if self.pretokenizer == "bytelevel":
+                raw = bytes(char_to_byte[c] for c in token)  # one character per byte
+                text = raw.decode("utf-8", errors="backslashreplace")  # half a character shows as \xe2
+            else:
+                raw = b"" if token == UNK else token.encode("utf-8")
+                text = token
+            labels.append("".join(_VISIBLE.get(c, c if c.isprintable() else ascii(c)[1:-1]) for c in text))
+            n_bytes.append(len(raw))
+        return labels, n_bytes
+
+
+def _check_pretokenizer(name) -> None:
+    """Raise ValueError unless ``name`` is one of PRETOKENIZERS."""
+    if name not in PRETOKENIZERS:
+        raise ValueError(f"unknown pretokenizer {name!r}; expected one of {PRETOKENIZERS}.")
