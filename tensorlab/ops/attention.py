@@ -38,6 +38,8 @@ def causal_bias(T, dtype, device):
 class CausalAttention(Function):
     """softmax(q k^T / sqrt(D) + causal mask) v; after forward, `.weights` holds P (B, H, T, T)."""
 
+    name = "causal_attention"
+
     def __init__(self, dropout_p=0.0, training=False):
         if not 0 <= dropout_p < 1:
             raise ValueError(f"causal_attention: dropout_p must be in [0, 1), got {dropout_p}")
