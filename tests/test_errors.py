@@ -201,11 +201,14 @@ def fake_cuda(monkeypatch):
     ("matmul", lambda a, b: a @ b),
     ("cross_entropy", lambda a, b: F.cross_entropy(a, b)),
     ("embedding", lambda a, b: F.embedding(b, a)),
+    ("causal_attention", lambda a, b: F.causal_attention(a, b, b)),
 ])
 def test_mixing_devices_in_one_op_is_an_error(op, make, fake_cuda):
     a = tensorlab.tensor(np.ones((3, 4)), requires_grad=True)
-    b = {"add": tensorlab.tensor(np.ones((3, 4))), "matmul": tensorlab.tensor(np.ones((4, 2)))}.get(
-        op, tensorlab.tensor(np.array([0, 1, 2])))
+    if op == "causal_attention":  # (B, H, T, D)
+        a = tensorlab.tensor(np.ones((1, 1, 3, 4)), requires_grad=True)
+    b = {"add": tensorlab.tensor(np.ones((3, 4))), "matmul": tensorlab.tensor(np.ones((4, 2))),
+         "causal_attention": tensorlab.tensor(np.ones((1, 1, 3, 4)))}.get(op, tensorlab.tensor(np.array([0, 1, 2])))
     fake_cuda.append(b.data)
     assert b.device == "cuda" and a.device == "cpu"
     with pytest.raises(RuntimeError, match=rf"{op}: inputs are on different devices \(cpu and cuda\); "
