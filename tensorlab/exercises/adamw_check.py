@@ -1,0 +1,192 @@
+"""Checking a student's AdamW step against tensorlab.optim.AdamW, and naming the slip.
+
+Not a gradient check, but the same kind of report. Each case runs three steps from m = v = 0
+with its own settings (the second has large lr, weight decay and eps and unusual betas, so
+that every slip changes the numbers). At every step the student's function gets the right
+state from before the step, so the first step that goes wrong is diagnosed on its own:
+which of param, m and v is off, by how much, and which known slip reproduces the student's
+numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
+"""
+import numpy as np
+
+from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
+from tensorlab.optim import AdamW
+from tensorlab.tensor import Tensor
+
+INDENT = "    "
+STEPS = 3
+SHAPE = (3, 4)
+CASES = [dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2),
+         dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.5)]
+QUANTITIES = ("param", "m", "v")
+
+# slip -> what to tell the student when their numbers match AdamW with that one change
+SLIPS = {
+    "l2": "You added weight_decay * param to the gradient (Adam with L2 regularisation). AdamW decouples the "
+          "decay: leave the gradient alone and shrink the weight itself, param = param - lr * weight_decay * param.",
+    "no_decay": "There is no weight decay in your update: first shrink the weight, "
+                "param = param - lr * weight_decay * param.",
+    "decay_without_lr": "Your weight decay is param - weight_decay * param; AdamW (and torch) scale it by the "
+                        "learning rate: param = param - lr * weight_decay * param.",
+    "decay_after": "You apply the weight decay after the Adam update, to the updated param. Decay the weight "
+                   "you were given first, then subtract the Adam update.",
+    "m_betas": "m is off: beta1 and 1 - beta1 are swapped. m = beta1 * m + (1 - beta1) * grad.",
+    "v_betas": "v is off: beta2 and 1 - beta2 are swapped. v = beta2 * v + (1 - beta2) * grad^2.",
+    "v_not_squared": "v is off: it is the running mean of the squared gradient, "
+                     "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "no_bias_correction": "You skipped the bias correction. m and v start at 0, so early on they are too small: "
+                          "divide m by (1 - beta1**step) and v by (1 - beta2**step) before the update.",
+    "no_bias_correction1": "The bias correction of m is missing: m_hat = m / (1 - beta1**step).",
+    "no_bias_correction2": "The bias correction of v is missing: v_hat = v / (1 - beta2**step).",
+    "step_plus_one": "Your bias correction uses step + 1; `step` is already t, counting from 1: "
+                     "use 1 - beta**step.",
+    "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, "
+                       "not sqrt(v_hat + eps).",
+    "no_sqrt": "The denominator needs a square root: sqrt(v_hat) + eps (v is a mean of squares).",
+    "ignores_state": "You ignore the m and v passed in (as if every step were the first): start from them, "
+                     "m = beta1 * m + ..., and return the new ones.",
+}
+
+
+def check(exercise, path, out=print):
+    """Check the student's adamw_step in every case; True when all pass."""
+    step_fn = find(load(path), "adamw_step", path, kind="function")
+    out(f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
+        f"tensorlab.optim.AdamW (float64).")
+    failed = 0
+    for number, settings in enumerate(CASES, 1):
+        header = f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        try:
+            lines = _check_case(step_fn, settings, np.random.default_rng(number), path)
+        except NotWritten as error:
+            out(f"{header}: FAILED")
+            out("\n".join(INDENT + line for line in error.lines))
+            failed = len(CASES)
+            break
+        except StudentError as error:
+            lines = error.lines
+        out(f"{header}: {'FAILED' if lines else 'ok'}")
+        for line in lines:
+            out(INDENT + line)
+        failed += bool(lines)
+    if failed:
+        out(f"FAILED: {failed} of {len(CASES)} cases. Fix the first step reported above, and check again.")
+    else:
+        out(f"PASSED: your adamw_step matches tensorlab.optim.AdamW in all {len(CASES)} cases.")
+    return not failed
+
+
+def _check_case(step_fn, settings, rng, path):
+    start = rng.standard_normal(SHAPE)
+    grads = [rng.standard_normal(SHAPE) for _ in range(STEPS)]
+    expected = _reference(start, grads, settings)
+    state = (start, np.zeros(SHAPE), np.zeros(SHAPE))
+    for t, (grad, right) in enumerate(zip(grads, expected), 1):
+        try:
+            param, m, v = state
+            result = step_fn(param.copy(), grad.copy(), m.copy(), v.copy(), t, **settings)
+        except NotImplementedError as error:
+            raise NotWritten(*describe_exception(error, path, "adamw_step")) from None
+        except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
+            raise StudentError(*describe_exception(error, path, f"adamw_step at step {t}")) from None
+        problem = _result_problem(result)
+        if problem:
+            return [f"step {t}: {problem}"]
+        result = tuple(np.asarray(r, dtype=np.float64) for r in result)
+        if not all(_close(r, e) for r, e in zip(result, right)):
+            return _diagnose(t, state, grad, settings, result, right)
+        state = right  # the next step starts from the right state, so each step is judged on its own
+    return []
+
+
+def _reference(param, grads, settings):
+    """(param, m, v) after each step of tensorlab.optim.AdamW."""
+    p = Tensor(param.copy(), requires_grad=True)
+    optimizer = AdamW([p], **settings)
+    states = []
+    for grad in grads:
+        p.grad = grad.copy()
+        optimizer.step()
+        s = optimizer.state[p]
+        states.append((p.data.copy(), s["exp_avg"].copy(), s["exp_avg_sq"].copy()))
+    return states
+
+
+def _result_problem(result):
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        if isinstance(result, (tuple, list)):
+            got = f"{len(result)} values"
+        else:
+            got = "one array" if isinstance(result, np.ndarray) else f"a {type(result).__name__}"
+        return f"adamw_step returned {got}; return three arrays: `return param, m, v`."
+    for name, r in zip(QUANTITIES, result):
+        if not hasattr(r, "shape") or tuple(np.shape(r)) != SHAPE:
+            return (f"the {name} you returned has shape {tuple(np.shape(r))}, not the parameter's shape {SHAPE}: "
+                    f"every operation in AdamW is elementwise.")
+    return None
+
+
+def _diagnose(t, state, grad, settings, result, right):
+    verdicts = []
+    for name, r, e in zip(QUANTITIES, result, right):
+        if _close(r, e):
+            verdicts.append(f"{name} is right")
+        else:
+            k = np.unravel_index(np.argmax(np.abs(r - e)), SHAPE)
+            verdicts.append(f"{name} is wrong (largest difference at element {tuple(int(i) for i in k)}: "
+                            f"yours {r[k]:.8g}, expected {e[k]:.8g})")
+    lines = [f"step {t} of {STEPS}: " + "; ".join(verdicts) + "."]
+    if not all(np.all(np.isfinite(r)) for r in result):
+        lines.append("Your result holds NaN or inf. Is a bias correction 1 - beta**step zero? `step` is t, "
+                     "counting from 1, so the first step divides by 1 - beta. Or is something divided by "
+                     "sqrt(v_hat) without eps?")
+        return lines
+    order = [QUANTITIES[j] for i in range(3) for j in range(3) if _close(result[i], right[j]) and i != j]
+    if len(order) >= 2:
+        lines.append("Some of what you returned matches another quantity: return them in the order "
+                     "(param, m, v).")
+        return lines
+    with np.errstate(all="ignore"):  # some slips take the square root of a negative v
+        slips = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slip=slip, **settings), result, right)]
+    if slips:
+        lines += [SLIPS[slip] for slip in slips[:2]]
+    else:
+        lines.append("None of the usual slips fits. Compare your code with the five lines in the stub's "
+                     "docstring one at a time (print m_hat, v_hat and the update for one element).")
+    return lines
+
+
+def _matches(candidate, result, right):
+    """The slip reproduces the student's numbers, and differs from the right answer in this case."""
+    return all(_close(r, c) for r, c in zip(result, candidate)) and \
+        not all(_close(c, e) for c, e in zip(candidate, right))
+
+
+def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
+    """One AdamW step with one named slip (None: the right step), for recognising what a student did."""
+    b1, b2 = betas
+    if slip == "ignores_state":
+        m, v = np.zeros_like(m), np.zeros_like(v)
+    if slip == "l2":
+        grad = grad + weight_decay * param
+    decay = {"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}.get(
+        slip, lr * weight_decay)
+    p = param - decay * param
+    m = (1 - b1) * m + b1 * grad if slip == "m_betas" else b1 * m + (1 - b1) * grad
+    square = grad if slip == "v_not_squared" else grad * grad
+    v = (1 - b2) * v + b2 * square if slip == "v_betas" else b2 * v + (1 - b2) * square
+    n = t + 1 if slip == "step_plus_one" else t
+    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - b1 ** n)
+    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - b2 ** n)
+    if slip == "eps_inside_sqrt":
+        denominator = np.sqrt(v_hat + eps)
+    else:
+        denominator = (v_hat if slip == "no_sqrt" else np.sqrt(v_hat)) + eps
+    p = p - lr * m_hat / denominator
+    if slip == "decay_after":
+        p = p - lr * weight_decay * p
+    return p, m, v
+
+
+def _close(a, b):
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-7, atol=1e-12))

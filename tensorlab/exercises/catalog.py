@@ -1,0 +1,185 @@
+"""The exercises: what each asks for, the forward it is checked against, and its test cases.
+
+A gradient exercise is checked in several cases. Each case names the class to take from the
+student's file, the settings its constructor gets, how to make its inputs (float64 arrays,
+or integer arrays for ids and targets, which take no gradient) and a reference forward,
+so an edited forward is caught before its gradient is judged. Shapes are chosen so that a
+mistake shows: axis lengths differ from each other (a factor names one axis), non-square
+matrices (a transposed gradient has the wrong shape) beside square ones (where it does not),
+broadcasts along leading and size-1 axes, and embedding ids that repeat.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STUBS_AND_SOLUTIONS = "tensorlab/exercises/stubs/ and tensorlab/exercises/solutions/"
+
+
+@dataclass
+class Case:
+    """One setting in which an exercise is checked."""
+    cls: str              # the class in the student's file
+    names: tuple          # one name per forward argument, as the student's docstring calls them
+    make: object          # rng -> list of input arrays, one per forward argument
+    reference: object     # (*inputs, **settings) -> the forward's output
+    settings: dict = field(default_factory=dict)  # keyword arguments for the class's constructor
+
+    def describe(self, inputs):
+        """'MatMul: a (3, 4), b (4, 2)' plus the settings, for the checker's case lines."""
+        shapes = ", ".join(f"{name} {tuple(x.shape)}" for name, x in zip(self.names, inputs))
+        settings = "".join(f", {key}={value!r}" for key, value in self.settings.items())
+        return f"{self.cls}: {shapes}{settings}"
+
+
+@dataclass
+class Exercise:
+    """One exercise: its name on the command line, a one-line title, and how it is checked."""
+    name: str
+    title: str
+    cases: list = field(default_factory=list)
+    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step
+    shape_hint: str = ""      # said when a gradient has a wrong shape that no automatic fix explains
+    hint: object = None       # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
+
+
+def _normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def _positive(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape)
+
+
+def _inputs(*makers):
+    return lambda rng: [make(rng) for make in makers]
+
+
+# ----- reference forwards (plain NumPy) -----------------------------------------------------------
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax_nll(logits, targets):
+    log_p = np.log(_softmax(logits, axis=-1))
+    return -log_p[np.arange(len(targets)), targets].mean()
+
+
+def _rms_norm(x, weight, eps=1e-5):
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
+
+
+def _causal_attention(q, k, v):
+    T, D = q.shape[-2:]
+    s = q @ k.swapaxes(-1, -2) / np.sqrt(D)
+    s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
+    return _softmax(s, axis=-1) @ v
+
+
+# ----- exercise-specific hints ----------------------------------------------------------------------
+def _embedding_hint(inputs, name, report, context):
+    """Rows of repeated ids wrong: `gw[ids] = gy` or `gw[ids] += gy` keeps one repeat only."""
+    ids = inputs[0]
+    wrong_rows = set(np.flatnonzero(report.wrong.any(axis=1)).tolist())
+    counts = np.bincount(ids.reshape(-1), minlength=report.wrong.shape[0])
+    repeated = set(np.flatnonzero(counts > 1).tolist())
+    unused = set(np.flatnonzero(counts == 0).tolist())
+    hints = []
+    if wrong_rows and wrong_rows <= repeated:
+        hints.append(f"The wrong rows {sorted(wrong_rows)} are exactly ids that appear more than once in ids. "
+                     f"`gw[ids] = gy` and `gw[ids] += gy` keep only one of the repeats; every use must add "
+                     f"up: np.add.at(gw, ids, gy).")
+    if wrong_rows & unused:
+        hints.append(f"Rows {sorted(wrong_rows & unused)} are never looked up (no id equals them), so their "
+                     f"gradient must be 0: start from np.zeros(...) of the table's shape.")
+    return hints
+
+
+def _nll_hint(inputs, name, report, context):
+    """Only the target entries wrong: the one-hot term (softmax minus one-hot) is off."""
+    targets = inputs[1]
+    at_targets = np.zeros_like(report.wrong)
+    at_targets[np.arange(len(targets)), targets] = True
+    if report.wrong.any() and not (report.wrong & ~at_targets).any():
+        return ["Only elements at the targets (row n, column targets[n]) are wrong; the rest of each row is "
+                "right. Check the one-hot term there: the gradient of -log softmax(x)[t] is softmax(x) minus "
+                "1 at the target."]
+    return []
+
+
+def _attention_hint(inputs, name, report, context):
+    """gv right, gq or gk wrong: the slip is past gP (softmax step or the scores' products)."""
+    if name == "v" or not context.reports["v"].passed:
+        return []
+    if name == "q" or context.reports["q"].passed:  # say it once, at the first wrong input
+        return ["Your gv is right, so y = P v is undone correctly; the slip comes after: in the softmax step "
+                "(from gP to gS) or in S = q k^T / sqrt(D) (from gS to gq and gk)."]
+    return []
+
+
+# ----- the catalog -------------------------------------------------------------------------------
+_REDUCTION_CASES = [dict(axis=1), dict(axis=(0, 2)), dict(axis=None), dict(axis=-1, keepdims=True)]
+_REDUCTION_SHAPE_HINT = ("The gradient of a reduction has the input's shape: put the reduced axes back as "
+                         "size 1 with np.expand_dims(gy, self.axes) (unless keepdims kept them), then copy "
+                         "along them with np.broadcast_to(..., self.x_shape).copy().")
+
+EXERCISES = [
+    Exercise(
+        "mul", "y = a * b with broadcasting: sum the gradient over the broadcast axes",
+        [Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply),
+         Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply),
+         Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply)]),
+    Exercise(
+        "matmul", "y = a @ b for matrices: which factor is transposed, and where",
+        [Case("MatMul", ("a", "b"), _inputs(_normal(3, 4), _normal(4, 2)), np.matmul),
+         Case("MatMul", ("a", "b"), _inputs(_normal(4, 4), _normal(4, 4)), np.matmul),
+         Case("MatMul", ("a", "b"), _inputs(_normal(1, 5), _normal(5, 3)), np.matmul)]),
+    Exercise(
+        "exp_log", "y = exp(x) and y = log(x), elementwise: the chain rule in one line",
+        [Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp),
+         Case("Log", ("x",), _inputs(_positive(3, 4)), np.log)]),
+    Exercise(
+        "sum", "y = x.sum(axis, keepdims): copy the gradient back along the summed axes",
+        [Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings) for settings in _REDUCTION_CASES],
+        shape_hint=_REDUCTION_SHAPE_HINT),
+    Exercise(
+        "mean", "y = x.mean(axis, keepdims): like sum, with one factor",
+        [Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings) for settings in _REDUCTION_CASES],
+        shape_hint=_REDUCTION_SHAPE_HINT),
+    Exercise(
+        "softmax", "y = softmax(x) along an axis: every output depends on every input of its row",
+        [Case("Softmax", ("x",), _inputs(_normal(3, 5)), _softmax, dict(axis=-1)),
+         Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0)),
+         Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1))]),
+    Exercise(
+        "log_softmax_nll", "loss = mean over rows of -log softmax(logits)[target]: cross-entropy",
+        [Case("LogSoftmaxNLL", ("logits", "targets"),
+              _inputs(_normal(4, 5), lambda rng: rng.integers(0, 5, 4)), _log_softmax_nll),
+         Case("LogSoftmaxNLL", ("logits", "targets"),
+              _inputs(_normal(3, 7), lambda rng: np.array([6, 0, 6])), _log_softmax_nll)],
+        shape_hint="gx has the logits' shape (N, V); the loss is one number, so gy is a 0-d array.",
+        hint=_nll_hint),
+    Exercise(
+        "rms_norm", "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
+        [Case("RMSNorm", ("x", "weight"), _inputs(_normal(3, 5), lambda rng: 1 + 0.5 * rng.standard_normal(5)),
+              _rms_norm, dict(eps=1e-5)),
+         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 3, 4), lambda rng: 1 + 0.5 * rng.standard_normal(4)),
+              _rms_norm, dict(eps=1e-5))]),
+    Exercise(
+        "embedding", "y = weight[ids]: repeated ids add up in the table's gradient",
+        [Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([4, 0, 2]), _normal(5, 3)),
+              lambda ids, weight: weight[ids]),
+         Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([[1, 3, 1], [0, 3, 1]]), _normal(6, 4)),
+              lambda ids, weight: weight[ids])],
+        shape_hint="The table's gradient has the table's shape (V, C), whatever the shape of ids: start from "
+                   "np.zeros(self.weight_shape) and add each gy[n] into row ids[n].",
+        hint=_embedding_hint),
+    Exercise(
+        "causal_attention", "y = softmax(q k^T / sqrt(D) + causal mask) v: matmul and softmax together",
+        [Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 2, 3, 5)] * 3), _causal_attention),
+         Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 3, 4, 4)] * 3), _causal_attention)],
+        hint=_attention_hint),
+    Exercise("adamw", "one AdamW step in NumPy: moments, bias correction, decoupled weight decay", kind="adamw"),
+]
+
+BY_NAME = {exercise.name: exercise for exercise in EXERCISES}

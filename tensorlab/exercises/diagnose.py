@@ -1,0 +1,255 @@
+"""Turning a wrong gradient into hints a student can act on.
+
+Two kinds of wrong reach us. A gradient of the wrong shape, type or dtype is caught before
+the engine sees it (`shape_problem`, `dtype_problem`, `type_problem`), with the fix when one
+is plain (sum over the broadcast axes; undo a transpose). A gradient of the right shape with
+wrong values comes from gradcheck: `explain` compares the student's analytic gradient A with
+the numeric one N and names the slips it recognises:
+
+    A = 0 everywhere               a placeholder left in, or a factor that is zero
+    A = -N                         the sign of the derivative
+    A = the right gradient of another input    gradients swapped
+    A^T = N (last two axes)        a transposed product, hidden by a square shape
+    A = c N                        a constant factor; named when c or 1/c is an axis length
+                                   (a missing or extra 1/n) or its square root (a 1/sqrt(D))
+    only some elements wrong       which ones, and whether they fill whole rows or columns
+"""
+import math
+from itertools import combinations
+
+import numpy as np
+
+from tensorlab.ops.broadcast import broadcast_axes
+from tensorlab.tensor import Tensor
+
+LISTED = 12  # wrong elements named by index when only some are wrong
+
+FALLBACK = ("None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs). "
+            "Re-derive the gradient on paper for a tiny case (one row, two or three elements) and compare "
+            "with the numbers in the table below.")
+
+IGNORES_GY = ("Your backward gives the same answer when gy is doubled: it ignores gy, the gradient arriving "
+              "from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local derivative by gy.")
+
+
+class Context:
+    """What the diagnosis knows about one case: every input's shape, the output's shape, the reports."""
+
+    def __init__(self, shapes, output_shape, reports, atol, rtol):
+        self.shapes = {name: tuple(shape) for name, shape in shapes.items()}  # every forward argument
+        self.output_shape = tuple(output_shape)
+        self.reports = reports      # name -> InputReport, for the inputs that take a gradient
+        self.atol, self.rtol = atol, rtol
+
+    def close(self, a, b):
+        """a matches b under gradcheck's own rule: |a - b| <= atol + rtol * |b| everywhere."""
+        return a.shape == b.shape and bool(np.all(np.abs(a - b) <= self.atol + self.rtol * np.abs(b)))
+
+
+# ----- wrong values: what gradcheck found --------------------------------------------------------------
+def explain(name, report, ctx, detailed=True):
+    """Lines for one failed input: how many elements are wrong, then the slip it looks like."""
+    a, n, wrong = report.analytic, report.numeric, report.wrong
+    count, total = int(wrong.sum()), wrong.size
+    what = f"all {total} elements are wrong" if count == total else f"{count} of {total} elements are wrong"
+    lines = [f"input '{name}' (shape {tuple(a.shape)}): {what}."]
+    if not detailed:
+        return lines
+    hints = _whole_array_slip(name, a, n, ctx)
+    if not hints and count < total:
+        hints = _some_elements(name, a, n, wrong, ctx)
+    return lines + (hints or [FALLBACK])
+
+
+def _whole_array_slip(name, a, n, ctx):
+    if not np.all(np.isfinite(a)):
+        bad = np.argwhere(~np.isfinite(a))
+        return [f"Your gradient holds NaN or inf at {len(bad)} elements (the first at {_index(bad[0])}): "
+                f"look for a division by zero, a log of 0 or an exp that overflows."]
+    if np.all(np.abs(a) <= ctx.atol) and not np.all(np.abs(n) <= ctx.atol):
+        return ["Your gradient is all zeros. Is a placeholder such as np.zeros_like(...) still returned, "
+                "or does a factor that should not be zero (gy, a mask, a saved value) come out as zero?"]
+    if ctx.close(a, -n):
+        return ["Your gradient is exactly -1 times the right one: check the sign of your derivative."]
+    for other, report in ctx.reports.items():
+        if other != name and ctx.close(a, report.numeric) and not ctx.close(report.numeric, n):
+            order = ", ".join(f"g{x}" for x in ctx.reports)
+            return [f"Your gradient for '{name}' is the right gradient for '{other}': the two are swapped. "
+                    f"Return one gradient per input in the order of forward's arguments ({order}), and check "
+                    f"which input each formula uses."]
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] and ctx.close(a.swapaxes(-1, -2), n):
+        return [f"Your gradient is the transpose of the right one (swap its last two axes and it matches). "
+                f"The shape could not show it, because the last two axes of '{name}' have the same length "
+                f"{a.shape[-1]}; with other shapes it would have the wrong shape. In a matrix product, check "
+                f"the order of the factors and which one is transposed."]
+    c = _factor(a, n, ctx)
+    if c is not None:
+        return [_factor_message(c, name, ctx)]
+    return []
+
+
+def _some_elements(name, a, n, wrong, ctx):
+    hints = []
+    aw, nw = a[wrong], n[wrong]
+    if np.all(aw == 0):
+        hints.append("At every wrong element your gradient is 0, where the right one is not: a term is "
+                     "missing there (a mask, an `if`, or an index that skips those elements).")
+    elif ctx.close(aw, -nw):
+        hints.append("At the wrong elements your gradient has the wrong sign; the others are right.")
+    else:
+        c = _factor(aw, nw, ctx)
+        if c is not None:
+            hints.append(f"At the wrong elements your gradient is {_format_factor(c)} times the right one; "
+                         f"the others are right.")
+    slices = _whole_slices(wrong)
+    if slices:
+        hints.append(f"The wrong elements fill {slices} of '{name}' entirely; everything else is right. "
+                     f"What is special about those?")
+    wrong_at = [_index(i) for i in np.argwhere(wrong)[:LISTED]]
+    more = f" and {int(wrong.sum()) - LISTED} more" if wrong.sum() > LISTED else ""
+    hints.append(f"Wrong elements: {', '.join(wrong_at)}{more} (the table below shows the worst, with values).")
+    return hints
+
+
+def _whole_slices(wrong):
+    """'rows [1, 3]' when the wrong elements are exactly some whole slices along one axis, else ''."""
+    if wrong.ndim < 2:
+        return ""
+    for axis in range(wrong.ndim):
+        others = tuple(i for i in range(wrong.ndim) if i != axis)
+        hit = wrong.any(axis=others)
+        if hit.sum() < wrong.shape[axis] and np.array_equal(wrong, np.broadcast_to(
+                np.expand_dims(hit, others), wrong.shape)):
+            where = np.flatnonzero(hit).tolist()
+            if wrong.ndim == 2:
+                return f"{'rows' if axis == 0 else 'columns'} {where}"
+            return f"the slices {where} along axis {axis}"
+    return ""
+
+
+def _factor(a, n, ctx):
+    """The constant c with a = c * n, when there is one and it is not 1 (or 0, or -1)."""
+    norm = float((n * n).sum())
+    if norm == 0:
+        return None
+    c = float((a * n).sum()) / norm
+    if abs(c) < 1e-6 or abs(abs(c) - 1) < 1e-3 or not ctx.close(a, c * n):
+        return None
+    return c
+
+
+def _factor_message(c, name, ctx):
+    k = abs(c) if abs(c) > 1 else 1 / abs(c)
+    sign = " and has the wrong sign" if c < 0 else ""
+    head = f"Your gradient is {_format_factor(c)} times the right one{sign}"
+    for length, words in _lengths(name, ctx):
+        if math.isclose(k, length, rel_tol=1e-3):
+            if abs(c) > 1:
+                why = (f"it is too large by {length}: a division by {length} is missing (like the 1/n of a mean), "
+                       f"or you summed where each element should get a copy.")
+            else:
+                why = (f"it is too small by {length}: you divide by {length} once too often, or took a mean "
+                       f"where a sum (or a copy) belongs.")
+            return f"{head}: off by {words}; {why}"
+        if math.isclose(k, math.sqrt(length), rel_tol=1e-3):
+            return (f"{head}: off by sqrt({length}) = {math.sqrt(length):.4g}, the square root of {words}. "
+                    f"A scale such as 1/sqrt(D) in the forward must appear in the backward too, exactly once.")
+    return (f"{head}, everywhere: the formula is right up to a constant. Look for a constant factor that is "
+            f"off: a 2 from differentiating a square, a 1/n, a scale the forward applied.")
+
+
+def _lengths(name, ctx):
+    """(length, words) for the axis lengths a factor could come from, the failing input's first."""
+    candidates = []
+    shape = ctx.shapes[name]
+    for axis, length in reversed(list(enumerate(shape))):  # the last axis first: it is usually D or C
+        candidates.append((length, f"the axis length {length} (axis {axis} of '{name}')"))
+    for r in range(2, len(shape) + 1):
+        for axes in combinations(range(len(shape)), r):
+            count = math.prod(shape[a] for a in axes)
+            where = f"over axes {axes}" if r < len(shape) else "in all"
+            candidates.append((count, f"{count}, the number of elements of '{name}' {where}"))
+    for other, other_shape in ctx.shapes.items():
+        if other != name:
+            candidates += [(length, f"the axis length {length} (axis {axis} of '{other}')")
+                           for axis, length in enumerate(other_shape)]
+    candidates += [(length, f"the axis length {length} (axis {axis} of the output)")
+                   for axis, length in enumerate(ctx.output_shape)]
+    return [(length, words) for length, words in candidates if length > 1]
+
+
+def _format_factor(c):
+    sign, size = ("-" if c < 0 else ""), abs(c)
+    if size > 1 and abs(size - round(size)) < 1e-3 * size:
+        return f"{sign}{round(size)}"
+    if size < 1 and abs(1 / size - round(1 / size)) < 1e-3 / size:
+        return f"{sign}1/{round(1 / size)}"
+    return f"{c:.4g}"
+
+
+def _index(index):
+    return str(tuple(int(i) for i in index))
+
+
+# ----- wrong shapes, types and dtypes: caught before the engine -------------------------------------
+def shape_problem(name, g, shape, output_shape, shape_hint=""):
+    """(lines, fix) for a gradient of the wrong shape; fix(g) repairs it when the slip is plain, else None."""
+    gshape, shape = tuple(g.shape), tuple(shape)
+    of_output = " (the output's shape)" if gshape == tuple(output_shape) else ""
+    head = (f"input '{name}' has shape {shape}, but your gradient for it has shape {gshape}{of_output}. "
+            f"A gradient always has the shape of its input.")
+    try:
+        broadcast = len(gshape) >= len(shape) and np.broadcast_shapes(gshape, shape) == gshape
+    except ValueError:
+        broadcast = False
+    if broadcast:
+        axes = broadcast_axes(gshape, shape)
+        leading = len(gshape) - len(shape)
+        added = [a for a in axes if a < leading]
+        stretched = [a for a in axes if a >= leading]
+        how = " and ".join(part for part in [
+            f"along {_axes_words(added)} (added in front)" if added else "",
+            f"along {_axes_words(stretched)} (where it had size 1)" if stretched else ""] if part)
+        axis_arg = str(axes[0]) if len(axes) == 1 else str(axes)
+        if not stretched:
+            code = f"g{name} = g{name}.sum(axis={axis_arg})"
+        elif not added:
+            code = f"g{name} = g{name}.sum(axis={axis_arg}, keepdims=True)"
+        else:
+            code = f"g{name} = g{name}.sum(axis={axis_arg}).reshape({shape})"
+        return [head,
+                f"'{name}' was broadcast: NumPy repeated it {how} to make the output, and every copy adds "
+                f"to the loss, so its gradient is the sum over the copies. A missing sum over the broadcast "
+                f"axes: sum over {_axes_words(axes)} to get back shape {shape}:  {code}"], \
+            lambda g: g.sum(axis=axes).reshape(shape)
+    if len(gshape) >= 2 and gshape[:-2] == shape[:-2] and gshape[-2:] == shape[-2:][::-1]:
+        return [head,
+                f"That is {shape} with its last two axes swapped: you computed the transposed gradient. "
+                f"Check the order of the factors in your matrix product and which one is transposed."], \
+            lambda g: g.swapaxes(-1, -2)
+    return [head] + ([shape_hint] if shape_hint else []), None
+
+
+def type_problem(name, g, shape):
+    """Lines for a gradient that is not an array at all, or None when it is one."""
+    if isinstance(g, Tensor):
+        return [f"Your gradient for '{name}' is a tensorlab Tensor. backward works on plain NumPy arrays "
+                f"(gy and what forward saved are arrays): compute with NumPy and return the array."]
+    if not (hasattr(g, "shape") and hasattr(g, "dtype")):
+        return [f"Your gradient for '{name}' is a {type(g).__name__}, not a NumPy array: return an array of "
+                f"shape {tuple(shape)}."]
+    return None
+
+
+def dtype_problem(name, g, dtype):
+    """Lines for a gradient whose dtype is not its input's."""
+    if g.dtype.kind in "biu":
+        return [f"Your gradient for '{name}' has the integer dtype {g.dtype}; gradients are floating point, "
+                f"{dtype} here. An array made from integers (np.zeros_like(ids), dtype=int) stays integer: "
+                f"give it dtype=gy.dtype."]
+    return [f"Your gradient for '{name}' has dtype {g.dtype}, but '{name}' is {dtype}: a gradient has its "
+            f"input's dtype. Make new arrays with dtype=gy.dtype."]
+
+
+def _axes_words(axes):
+    return f"axis {axes[0]}" if len(axes) == 1 else f"axes {tuple(axes)}"
