@@ -5,12 +5,19 @@ A test that takes `backend` runs once per array backend. It builds its inputs wi
 code on the CPU (NumPy) and on an NVIDIA GPU (CuPy). Without a GPU the CuPy run is
 reported as skipped, with the reason, rather than silently missing.
 """
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
-import pytest
+# Test arrays are small: one BLAS/OpenMP thread is faster, and it keeps OpenBLAS's and
+# PyTorch's thread pools from spinning against each other on a 2-core machine.
+# (Set before NumPy and PyTorch are imported; an explicit setting in the environment wins.)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 # the repository root, so a plain `pytest` finds tensorlab without installing it
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
