@@ -15,7 +15,6 @@ from tensorlab.exercises.student import StudentError
 
 PROG = "python -m tensorlab.exercises"
 STUBS = Path(__file__).resolve().parent / "stubs"
-SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 
 
 def main(argv=None):

@@ -40,6 +40,8 @@ SLIPS = {
     "no_bias_correction2": "The bias correction of v is missing: v_hat = v / (1 - beta2**step).",
     "step_plus_one": "Your bias correction uses step + 1; `step` is already t, counting from 1: "
                      "use 1 - beta**step.",
+    "step_minus_one": "Your bias correction uses step - 1, which divides by 1 - beta**0 = 0 at the first step; "
+                      "`step` is t, counting from 1: use 1 - beta**step.",
     "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, "
                        "not sqrt(v_hat + eps).",
     "no_sqrt": "The denominator needs a square root: sqrt(v_hat) + eps (v is a mean of squares).",
@@ -136,24 +138,19 @@ def _diagnose(t, state, grad, settings, result, right):
             verdicts.append(f"{name} is wrong (largest difference at element {tuple(int(i) for i in k)}: "
                             f"yours {r[k]:.8g}, expected {e[k]:.8g})")
     lines = [f"step {t} of {STEPS}: " + "; ".join(verdicts) + "."]
-    if not all(np.all(np.isfinite(r)) for r in result):
-        lines.append("Your result holds NaN or inf. Is a bias correction 1 - beta**step zero? `step` is t, "
-                     "counting from 1, so the first step divides by 1 - beta. Or is something divided by "
-                     "sqrt(v_hat) without eps?")
-        return lines
     order = [QUANTITIES[j] for i in range(3) for j in range(3) if _close(result[i], right[j]) and i != j]
     if len(order) >= 2:
-        lines.append("Some of what you returned matches another quantity: return them in the order "
-                     "(param, m, v).")
-        return lines
-    with np.errstate(all="ignore"):  # some slips take the square root of a negative v
+        return lines + ["Some of what you returned matches another quantity: return them in the order "
+                        "(param, m, v)."]
+    with np.errstate(all="ignore"):  # some slips divide by zero or take the square root of a negative v
         slips = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slip=slip, **settings), result, right)]
     if slips:
-        lines += [SLIPS[slip] for slip in slips[:2]]
-    else:
-        lines.append("None of the usual slips fits. Compare your code with the five lines in the stub's "
-                     "docstring one at a time (print m_hat, v_hat and the update for one element).")
-    return lines
+        return lines + [SLIPS[slip] for slip in slips[:2]]
+    if not all(np.all(np.isfinite(r)) for r in result):
+        return lines + ["Your result holds NaN or inf. Is a bias correction 1 - beta**step zero, or is "
+                        "something divided by sqrt(v_hat) without eps?"]
+    return lines + ["None of the usual slips fits. Compare your code with the five lines in the stub's "
+                    "docstring one at a time (print m_hat, v_hat and the update for one element)."]
 
 
 def _matches(candidate, result, right):
@@ -175,7 +172,7 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
     m = (1 - b1) * m + b1 * grad if slip == "m_betas" else b1 * m + (1 - b1) * grad
     square = grad if slip == "v_not_squared" else grad * grad
     v = (1 - b2) * v + b2 * square if slip == "v_betas" else b2 * v + (1 - b2) * square
-    n = t + 1 if slip == "step_plus_one" else t
+    n = {"step_plus_one": t + 1, "step_minus_one": t - 1}.get(slip, t)
     m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - b1 ** n)
     v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - b2 ** n)
     if slip == "eps_inside_sqrt":
@@ -189,4 +186,5 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
 
 
 def _close(a, b):
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-7, atol=1e-12))
+    """Equal up to rounding; NaN and inf count as equal to themselves, so a slip can explain them."""
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-7, atol=1e-12, equal_nan=True))

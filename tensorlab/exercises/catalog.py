@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-STUBS_AND_SOLUTIONS = "tensorlab/exercises/stubs/ and tensorlab/exercises/solutions/"
-
 
 @dataclass
 class Case:
