@@ -1,7 +1,9 @@
 """Tests for tensorlab.exercises: every stub fails, every reference solution passes, slips are named.
 
-The command line runs in-process through `main(argv)` (one subprocess run proves that
-`python -m tensorlab.exercises` works). A planted mistake is a reference solution with one
+See docs/exercises.md for how students and teachers use them.
+
+The command line runs in-process through `main(argv)`; two subprocess runs, in a copy of
+tensorlab without solutions/, prove that `python -m tensorlab.exercises` works there. A planted mistake is a reference solution with one
 line changed, written to tmp_path; `plant` fails loudly if that line is no longer there.
 """
 import shutil
