@@ -175,6 +175,13 @@ def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
     assert "Only elements at the targets (row n, column targets[n]) are wrong" in out
 
 
+def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)",
+                        "(gy * self.y).sum(axis=-1, keepdims=True)")
+    assert "case 1/3  Softmax: x (3, 5), axis=-1: ok" in out
+    assert "your backward passes with (axis=-1), but not with (axis=0), (axis=1)" in out
+
+
 def test_the_report_table_is_printed(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", "return gy * self.x")
     assert "gradcheck FAILED: the gradient of 1 of 1 inputs is wrong" in out

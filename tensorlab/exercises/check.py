@@ -24,7 +24,7 @@ def check(exercise, path, out=print):
     module = load(path)
     classes = {case.cls: find(module, case.cls, path) for case in exercise.cases}
     out(f"Checking {path} against {len(exercise.cases)} cases: your backward vs finite differences (float64).")
-    not_written, failed = set(), 0
+    not_written, failed, passed_cases = set(), 0, []
     for number, case in enumerate(exercise.cases, 1):
         inputs = case.make(np.random.default_rng(number))
         header = f"case {number}/{len(exercise.cases)}  {case.describe(inputs)}"
@@ -44,7 +44,12 @@ def check(exercise, path, out=print):
             for part in line.splitlines() or [""]:
                 out(INDENT + part if part else "")
         failed += bool(lines)
+        if not lines:
+            passed_cases.append(case)
     total = len(exercise.cases)
+    if failed and not not_written:
+        for line in _settings_hint(exercise.cases, passed_cases):
+            out(line)
     if failed:
         out(f"FAILED: {failed} of {total} cases. Start with the first failed case above, and check again "
             f"after each fix.")
@@ -192,6 +197,18 @@ def _student_call(what, path, call):
         raise NotWritten(*describe_exception(error, path, what)) from None
     except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
         raise StudentError(*describe_exception(error, path, what)) from None
+
+
+def _settings_hint(cases, passed):
+    """A note when the cases that pass and those that fail differ in their settings (an axis, keepdims)."""
+    failed = [case for case in cases if case not in passed]
+    if not passed or not any(case.settings for case in cases) or \
+            {_settings(c.settings) for c in passed} & {_settings(c.settings) for c in failed}:
+        return []
+    good = ", ".join(f"({_settings(c.settings) or 'the defaults'})" for c in passed)
+    bad = ", ".join(f"({_settings(c.settings) or 'the defaults'})" for c in failed)
+    return [f"Note: your backward passes with {good}, but not with {bad}. Does it use the settings it was "
+            f"given (self.axis, self.keepdims, ...) everywhere, rather than a fixed value?"]
 
 
 def _settings(settings):
