@@ -3,8 +3,9 @@
 See docs/exercises.md for how students and teachers use them.
 
 The command line runs in-process through `main(argv)`; two subprocess runs, in a copy of
-tensorlab without solutions/, prove that `python -m tensorlab.exercises` works there. A planted mistake is a reference solution with one
-line changed, written to tmp_path; `plant` fails loudly if that line is no longer there.
+tensorlab without solutions/, prove that `python -m tensorlab.exercises` works there. A
+planted mistake is a reference solution with one line changed, written to tmp_path; `plant`
+fails loudly if that line is no longer there.
 """
 import shutil
 import subprocess
@@ -157,7 +158,8 @@ def test_a_backward_that_ignores_gy_is_named(capsys, tmp_path):
 
 
 def test_swapped_gradients_are_named(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "mul", "return sum_to(gy * self.b, self.a.shape), sum_to(gy * self.a, self.b.shape)",
+    out = check_planted(capsys, tmp_path, "mul",
+                        "return sum_to(gy * self.b, self.a.shape), sum_to(gy * self.a, self.b.shape)",
                         "return sum_to(gy * self.a, self.a.shape), sum_to(gy * self.b, self.b.shape)")
     assert "Your gradient for 'a' is the right gradient for 'b': the two are swapped." in out
 
@@ -195,7 +197,8 @@ def test_a_wrong_dtype_is_explained(capsys, tmp_path):
 
 
 def test_a_returned_tensor_is_explained(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", "return __import__('tensorlab').tensor(gy / self.x)")
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
+                        "return __import__('tensorlab').tensor(gy / self.x)")
     assert "is a tensorlab Tensor. backward works on plain NumPy arrays" in out
 
 
@@ -205,10 +208,16 @@ def test_a_missing_gradient_is_explained(capsys, tmp_path):
 
 
 def test_an_exception_points_at_the_students_line_with_the_shapes(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "matmul", "return gy @ self.b.T, self.a.T @ gy", "return gy @ self.b, self.a.T @ gy")
+    out = check_planted(capsys, tmp_path, "matmul", "return gy @ self.b.T, self.a.T @ gy",
+                        "return gy @ self.b, self.a.T @ gy")
     assert "MatMul.backward raised ValueError" in out
     assert "at line 12 of my_matmul.py, in backward:" in out
     assert "Shapes here: gy (3, 2); a (3, 4); b (4, 2)." in out
+
+
+def test_a_gy_changed_in_place_is_caught(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy * self.y", "gy *= self.y\n        return gy")
+    assert "Exp.backward changes gy in place" in out
 
 
 def test_a_syntax_error_names_the_line(capsys, tmp_path):
@@ -249,7 +258,8 @@ def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt of the negative v
 def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "adamw", "v = b2 * v + (1 - b2) * grad * grad", "v = b2 * v + (1 - b2) * grad")
+    out = check_planted(capsys, tmp_path, "adamw", "v = b2 * v + (1 - b2) * grad * grad",
+                        "v = b2 * v + (1 - b2) * grad")
     assert "param is wrong" in out and "m is right" in out and "v is wrong" in out
     assert "the running mean of the squared gradient" in out
 

@@ -4,7 +4,8 @@ For every case of an exercise:
 1. forward on the case's inputs, compared with the reference forward (the forward is given;
    an edited one is reported before any gradient is judged);
 2. backward on a random gy, called directly: an exception, None, a Tensor, a wrong shape or
-   dtype is explained here, in the student's terms, before the engine would reject it;
+   dtype, or a gy changed in place is explained here, in the student's terms, before the
+   engine would reject it (or, for gy changed in place, silently corrupt other gradients);
 3. the same backward with 2 * gy: an answer that does not double ignores gy;
 4. tensorlab.gradcheck (float64, central differences, random upstream gradient), and for a
    failed input the slips `diagnose` recognises, then gradcheck's own table.
@@ -60,7 +61,7 @@ def check(exercise, path, out=print):
 
 def _check_case(exercise, case, cls, inputs, path):
     """Lines explaining what is wrong in this case; [] when it passes."""
-    y, gy, grads = _forward_and_backward(case, cls, inputs, path, scale=1.0)
+    y, grads = _forward_and_backward(case, cls, inputs, path, scale=1.0)
     problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
     if problems:
         if fixes is not None:
@@ -106,15 +107,21 @@ def _forward_and_backward(case, cls, inputs, path, scale):
             f"{name}.forward does not compute what the exercise asks: its output differs from the reference "
             f"forward. The forward is given; take it back from a fresh stub "
             f"(python -m tensorlab.exercises stub ...) and change only backward.")
-    gy = scale * np.random.default_rng(1000).standard_normal(np.shape(y))
+    gy = np.asarray(scale * np.random.default_rng(1000).standard_normal(np.shape(y)))  # 0-d stays an array
+    given = gy.copy()
     shapes = "; ".join([f"gy {gy.shape}"] + [f"{n} {x.shape}" for n, x in zip(case.names, inputs)])
     try:
-        grads = _student_call(f"{name}.backward", path, lambda: op.backward(gy.copy()))
+        grads = _student_call(f"{name}.backward", path, lambda: op.backward(given))
     except NotWritten:
         raise
     except StudentError as error:
         raise StudentError(*error.lines, f"Shapes here: {shapes}.") from None
-    return y, gy, grads
+    if not np.array_equal(given, gy):
+        raise StudentError(
+            f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
+            f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
+            f"new array instead, e.g. `gx = gy * ...`.")
+    return y, grads
 
 
 def _grad_problems(exercise, case, inputs, output_shape, grads):
@@ -176,7 +183,7 @@ def _try_fixes(cls, case, inputs, fixes):
 def _ignores_gy(case, cls, inputs, path, grads):
     """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
     try:
-        _, _, doubled = _forward_and_backward(case, cls, inputs, path, scale=2.0)
+        _, doubled = _forward_and_backward(case, cls, inputs, path, scale=2.0)
     except StudentError:
         return False
     pairs = [(g, d) for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
