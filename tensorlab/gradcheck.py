@@ -101,7 +101,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, names=None, seed=0, ra
         with no_grad():
             return float((fn(*tensors).data * upstream).sum())
 
-    output.backward(upstream)
+    output.backward(upstream.copy())  # a copy: a faulty backward that edits gy in place must not change `upstream`
     reports = []
     for i in checked:
         t = tensors[i]
