@@ -3,7 +3,9 @@
 For each model config, two worker processes build the same model (tensorlab, and the
 PyTorch twin from tests/torch_twin.py with weights copied through state_dict). The
 parent then alternates them step by step (forward, backward, gradient clipping, AdamW),
-so both see the same machine conditions, and reports the median step time after
+so both see the same machine conditions, with a pause before each step so the other
+worker's spinning threads are idle again (without it, OpenBLAS threads still spinning
+after a tensorlab step slow the PyTorch step down by 2x on 2 cores), and reports the median step time after
 warm-up, tokens per second, the ratio tensorlab/PyTorch, and each worker's peak
 resident memory. Each worker imports only its own framework and uses the same
 number of threads. With --memory-steps N the tensorlab worker also runs N steps and
@@ -180,6 +182,9 @@ def run_config(name, model_config, batch_size, seq_len, args):
     times = {fw: [] for fw in workers}
     for i in range(args.warmup + args.steps):
         for fw, (_, conn) in workers.items():
+            # BLAS and OpenMP threads spin for a while after their work ends; let the other
+            # worker's threads go idle first, or they steal the cores from this step.
+            time.sleep(args.settle)
             conn.send(("step", i))
             elapsed = conn.recv()
             if i >= args.warmup:
@@ -224,6 +229,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both frameworks")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per framework")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=0.5,
+                        help="seconds of idle time before each step, so the other worker's threads stop spinning")
     parser.add_argument("--gen-tokens", type=int, default=32, help="tokens generated for the generation speed")
     parser.add_argument("--memory-steps", type=int, default=0, help="also run N steps and watch tensorlab's RSS")
     parser.add_argument("--configs", nargs="*", help="a subset of: seed_d128 seed_d256 default")
