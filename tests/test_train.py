@@ -1,0 +1,324 @@
+"""train.py end to end, in-process through main(argv), on tiny configs and an 80 KB slice of the corpus.
+
+The corpus comes from TENSORLAB_CORPUS or ../shared/data (as in .ci/run); without it these tests skip.
+"""
+import json
+import math
+import os
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorlab
+import train
+from models.config import ModelConfig
+from models.evaluate import evaluate
+from models.tokenizer import BPETokenizer
+from models.transformer import TinyTransformerLM
+from tensorlab import serialization
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = str(ROOT / "configs" / "tiny.json")
+STEPS = 24  # tiny.json evaluates every 10 steps, so runs end between evaluations
+METRIC_KEYS = {"step", "train_loss", "val_loss", "perplexity", "bits_per_byte", "lr", "tokens_per_s", "grad_norm",
+               "layer_grad_norm", "layer_update_ratio"}
+TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
+
+
+def _corpus():
+    for candidate in (os.environ.get("TENSORLAB_CORPUS"), ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    pytest.skip("no Tiny Shakespeare: set TENSORLAB_CORPUS")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The first 80 KB of Tiny Shakespeare, as a --data file."""
+    path = tmp_path_factory.mktemp("data") / "small.txt"
+    path.write_bytes(_corpus().read_bytes()[:80_000])
+    return path
+
+
+def run_main(argv, capsys):
+    """main(argv) in-process: (exit status, stdout, stderr)."""
+    status = train.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def tiny_args(corpus, out, *extra):
+    return ["--config", TINY, "--data", corpus, "--out", out, "--max-steps", STEPS, *extra]
+
+
+@pytest.fixture(scope="module")
+def run_dir(corpus, tmp_path_factory):
+    """One finished tiny run that several tests read."""
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    assert train.main([str(a) for a in tiny_args(corpus, out)]) == 0
+    return out
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def parameters(run_dir, checkpoint="latest"):
+    return serialization.load(run_dir / "checkpoints" / checkpoint)["model"]
+
+
+def without_timing(rows):
+    return [{k: v for k, v in row.items() if k not in TIMING_KEYS} for row in rows]
+
+
+# ----- a run writes every output ------------------------------------------------------------------------
+
+def test_a_run_writes_every_output(run_dir):
+    for name in ("config.json", "tokenizer.json", "metrics.jsonl", "report.md", "samples.txt", "topk.md",
+                 "checkpoints/latest.npz", "checkpoints/best.npz", "checkpoints/snapshot_step000000.npz",
+                 "figures/loss_curves.png", "figures/val_perplexity.png", "figures/attention_layer0.png",
+                 "figures/attention_layer1.png", "figures/attention_evolution.png", "figures/token_frequency.png",
+                 "figures/layer_grad_norms.png", "figures/layer_update_ratios.png"):
+        assert (run_dir / name).is_file() and (run_dir / name).stat().st_size > 0, name
+    assert json.loads((run_dir / "config.json").read_text())["max_steps"] == STEPS
+    assert BPETokenizer.load(run_dir / "tokenizer.json").vocab_size == 300
+
+
+def test_metrics_have_every_key_and_make_sense(run_dir):
+    rows = read_metrics(run_dir)
+    assert [r["step"] for r in rows] == [0, 10, 20, STEPS]
+    for row in rows:
+        assert METRIC_KEYS <= set(row)
+        assert math.isclose(row["perplexity"], math.exp(row["val_loss"]))
+        assert 0 < row["bits_per_byte"] < 10
+    assert rows[0]["val_loss"] == pytest.approx(math.log(300), abs=0.3)  # untrained: about uniform
+    assert rows[-1]["val_loss"] < rows[0]["val_loss"] - 0.5
+    assert rows[-1]["full_eval"] and not rows[1]["full_eval"]
+    assert set(rows[-1]["layer_grad_norm"]) == {"tok_emb", "blocks.0", "blocks.1", "norm"}
+    assert all(0 < r < 1 for r in rows[-1]["layer_update_ratio"].values())
+    assert rows[1]["lr"] == pytest.approx(3e-3 * 9 / 10)  # the lr of step 9, the last warmup step
+
+
+def test_report_summarises_and_embeds_every_figure(run_dir):
+    report = (run_dir / "report.md").read_text()
+    assert "perplexity" in report and "bits per byte" in report and "parameters" in report
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
+    assert len(images) >= 8
+    for rel in images:
+        assert (run_dir / rel).is_file(), rel
+    assert "| prompt |" in report
+
+
+def test_samples_and_topk_table(run_dir):
+    samples = (run_dir / "samples.txt").read_text()
+    assert samples.count("=== prompt") == 6 and "temperature 0.8, top_k 40" in samples
+    assert len(samples) > 500
+    table = (run_dir / "topk.md").read_text().splitlines()
+    assert table[0].startswith("| prompt | #1 |") and len(table) == 5
+
+
+# ----- repeatability and exact resume --------------------------------------------------------------------
+
+def test_the_same_seed_gives_the_same_run(run_dir, corpus, tmp_path, capsys):
+    status, _, _ = run_main(tiny_args(corpus, tmp_path / "again"), capsys)
+    assert status == 0
+    assert without_timing(read_metrics(tmp_path / "again")) == without_timing(read_metrics(run_dir))
+    a, b = parameters(run_dir), parameters(tmp_path / "again")
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(run_dir, corpus, tmp_path, capsys,
+                                                                             monkeypatch):
+    def interrupt_at_13(step):
+        if step == 13:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "interrupted"
+    monkeypatch.setattr(train, "on_step", interrupt_at_13)
+    status, _, err = run_main(tiny_args(corpus, out), capsys)
+    assert status == 130 and "interrupted at step 13" in err
+    assert serialization.load(out / "checkpoints" / "latest")["progress"]["step"] == 13
+    assert not (out / "report.md").exists()
+
+    monkeypatch.setattr(train, "on_step", lambda step: None)
+    status, _, _ = run_main(["--resume", out], capsys)
+    assert status == 0
+    a, b = parameters(run_dir), parameters(out)
+    assert tinyconfig_dropout() > 0 and list(a) == list(b)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert without_timing(read_metrics(out)) == without_timing(read_metrics(run_dir))
+
+
+def tinyconfig_dropout():
+    return json.loads(Path(TINY).read_text())["dropout"]
+
+
+def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, capsys, monkeypatch):
+    def press_ctrl_c(step):
+        if step == 5:
+            os.kill(os.getpid(), signal.SIGINT)  # the real signal, caught by train.py's handler
+
+    monkeypatch.setattr(train, "on_step", press_ctrl_c)
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run"), capsys)
+    assert status == 130 and "Ctrl-C" in err
+    state = serialization.load(tmp_path / "run" / "checkpoints" / "latest")
+    assert state["progress"]["step"] == 5
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
+    out = tmp_path / "extended"
+    shutil.copytree(run_dir, out)
+    status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6], capsys)
+    assert status == 0
+    assert [r["step"] for r in read_metrics(out)] == [0, 10, 20, STEPS, STEPS + 6]
+    assert json.loads((out / "config.json").read_text())["max_steps"] == STEPS + 6
+
+
+# ----- evaluation -----------------------------------------------------------------------------------------
+
+def test_bits_per_byte_is_total_nll_in_bits_over_utf8_bytes():
+    text = "To be, or not to be: où est-il? That is the question.\n"  # ù is two bytes
+    tokenizer = BPETokenizer.train(text * 20, vocab_size=270)
+    ids = tokenizer.encode(text)
+    tensorlab.manual_seed(0)
+    model = TinyTransformerLM(ModelConfig(vocab_size=tokenizer.vocab_size, context_len=8, d_model=16, n_layers=1,
+                                          n_heads=2, d_ff=32, dropout=0.0))
+    result = evaluate(model, ids, tokenizer, batch_size=3)
+
+    total_nll, n_predicted = 0.0, 0
+    for start in range(0, len(ids) - 1, 8):  # non-overlapping windows, each token predicted once
+        x = ids[start:min(start + 8, len(ids) - 1)]
+        y = ids[start + 1:start + 1 + len(x)]
+        logits = model(x[None, :])[0].numpy()[0].astype(np.float64)              # (t, V)
+        log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+        total_nll -= log_probs[np.arange(len(y)), y].sum()
+        n_predicted += len(y)
+    first = tokenizer.decode(ids[:1])
+    assert text.startswith(first) and first.isascii()
+    n_bytes = len(text.encode("utf-8")) - len(first)  # every token's bytes but the first's
+    assert n_predicted == len(ids) - 1 and result["tokens"] == n_predicted and result["bytes"] == n_bytes
+    assert result["bits_per_byte"] == pytest.approx(total_nll / (math.log(2) * n_bytes), rel=1e-5)
+    assert result["perplexity"] == pytest.approx(math.exp(total_nll / n_predicted), rel=1e-5)
+
+
+def test_eval_subcommand_matches_the_final_full_evaluation(run_dir, capsys):
+    status, out, _ = run_main(["eval", run_dir, "--checkpoint", "latest"], capsys)
+    assert status == 0
+    final = read_metrics(run_dir)[-1]
+    assert f"val loss {final['val_loss']:.4f}" in out and "perplexity" in out and "bits per byte" in out
+
+
+def test_generate_subcommand_continues_the_prompt(run_dir, capsys):
+    status, out, _ = run_main(["generate", run_dir, "--prompt", "ROMEO:", "--max-new-tokens", 20, "--top-k", 5],
+                              capsys)
+    assert status == 0 and out.startswith("ROMEO:") and len(out) > len("ROMEO:") + 5
+
+
+def test_sweep_trains_each_config_and_compares_them(corpus, tmp_path, capsys):
+    configs = []
+    for name, d_model in (("narrow", 16), ("wide", 32)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(dict(json.loads(Path(TINY).read_text()), d_model=d_model)))
+        configs.append(path)
+    out = tmp_path / "sweep"
+    status, _, _ = run_main(["sweep", *configs, "--out", out, "--data", corpus, "--max-steps", 10], capsys)
+    assert status == 0
+    table = (out / "sweep.md").read_text()
+    assert "| narrow |" in table and "| wide |" in table and "bits per byte" in table
+    assert (out / "sweep_perplexity.png").is_file()
+    assert (out / "narrow" / "report.md").is_file() and (out / "wide" / "report.md").is_file()
+
+
+# ----- bad input: one line on stderr, a nonzero status, no run directory -----------------------------------
+
+def assert_one_line_error(status, err, *fragments):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status != 0 and len(lines) == 1, err
+    assert lines[0].startswith("train.py: error:") and "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--d-model", "abc"], "--d-model"),
+    (["--schedule", "linear"], "--schedule"),
+    (["--dropout", "1.5"], "dropout"),
+    (["--d-model", "30", "--n-heads", "4"], "divisible"),
+    (["--max-steps", "0", "--max-minutes", "0"], "never end"),
+    (["--no-such-flag"], "--no-such-flag"),
+])
+def test_a_wrong_flag_value(flags, fragment, corpus, tmp_path, capsys):
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", *flags), capsys)
+    assert_one_line_error(status, err, fragment)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_config_key_that_does_not_exist(corpus, tmp_path, capsys):
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"d_modle": 32}))
+    status, _, err = run_main(["--config", config, "--data", corpus, "--out", tmp_path / "run"], capsys)
+    assert_one_line_error(status, err, "'d_modle'", "d_model")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_corpus_too_small_for_the_context(tmp_path, capsys):
+    small = tmp_path / "small.txt"
+    small.write_text("To be, or not to be: that is the question.\n" * 30)
+    status, _, err = run_main(["--config", TINY, "--data", small, "--seq-len", 128, "--out", tmp_path / "run"], capsys)
+    assert_one_line_error(status, err, "corpus too small", "seq_len=128")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_corpus(tmp_path, capsys):
+    status, _, err = run_main(["--config", TINY, "--data", tmp_path / "nope.txt", "--out", tmp_path / "run"], capsys)
+    assert_one_line_error(status, err, "nope.txt")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_existing_out_dir_is_not_overwritten(run_dir, corpus, capsys):
+    before = (run_dir / "metrics.jsonl").read_bytes()
+    status, _, err = run_main(tiny_args(corpus, run_dir), capsys)
+    assert_one_line_error(status, err, "not empty", "--resume")
+    assert (run_dir / "metrics.jsonl").read_bytes() == before
+
+
+def test_resume_with_another_model_shape(run_dir, tmp_path, capsys):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    status, _, err = run_main(["--resume", out, "--d-model", 48], capsys)
+    assert_one_line_error(status, err, "another model config", "d_model=32")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_eval_of_a_checkpoint_from_another_config(run_dir, tmp_path, capsys):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir, out)
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps(dict(config, d_model=48, d_ff=96)))
+    status, _, err = run_main(["eval", out], capsys)
+    assert_one_line_error(status, err, "another model config", "d_model=32")
+
+
+def test_a_truncated_checkpoint(run_dir, tmp_path, capsys):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir, out)
+    npz = out / "checkpoints" / "latest.npz"
+    npz.write_bytes(npz.read_bytes()[:1000])
+    status, _, err = run_main(["--resume", out], capsys)
+    assert_one_line_error(status, err, "truncated")
+    status, _, err = run_main(["eval", out, "--checkpoint", "latest"], capsys)
+    assert_one_line_error(status, err, "truncated")
+    assert npz.stat().st_size == 1000  # nothing rewrote it
+
+
+def test_eval_and_generate_of_something_that_is_not_a_run(tmp_path, capsys):
+    status, _, err = run_main(["eval", tmp_path], capsys)
+    assert_one_line_error(status, err, "not a run directory")
+    status, _, err = run_main(["generate", tmp_path / "missing"], capsys)
+    assert_one_line_error(status, err, "not a run directory")
