@@ -125,8 +125,19 @@ def anchored_links(path):
 
 
 # ----- the tests --------------------------------------------------------------------------------
+@pytest.fixture
+def tensorlab_rng_restored():
+    """The snippets seed and draw from tensorlab's generators; put them back as they were for other tests."""
+    from tensorlab import random as tl_random
+    generators, state = dict(tl_random._rng), tl_random.get_state()
+    yield
+    tl_random._rng.clear()
+    tl_random._rng.update(generators)
+    tl_random.set_state(state)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
-def test_python_blocks_run(page, tmp_path, monkeypatch):
+def test_python_blocks_run(page, tmp_path, monkeypatch, tensorlab_rng_restored):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.syspath_prepend(str(ROOT))
