@@ -146,7 +146,7 @@ class Sigmoid(Function):
 class Relu(Function):
     def forward(self, x):
         self.positive = x > 0
-        return x * self.positive
+        return backend.array_module(x).maximum(x, 0)  # not x * (x > 0): that gives NaN at -inf
 
     def backward(self, gy):
         # y = max(x, 0)  =>  gx = gy where x > 0, else 0 (0 at x = 0, as PyTorch)

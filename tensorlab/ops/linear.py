@@ -1,8 +1,9 @@
 """The affine map of a Linear layer in one op: y = x W^T + b.
 
 Composed from primitives this would be a transpose, a batched matmul and a
-broadcast add, three graph nodes and two copies; fused, it is two BLAS calls
-forward and three backward, on x flattened to rows.
+broadcast add: three graph nodes and their temporaries. Fused, it is one matrix
+product (plus the bias add) forward and two matrix products (plus a column sum)
+backward, on x flattened to rows.
 """
 from tensorlab.tensor import Function
 
