@@ -195,7 +195,9 @@ def _place_rows(rows, up, down, boxes):
             row = rows[d]
             wishes = []
             for item in row:
-                pulls = [(boxes[n].x - dx, w) for n, w, dx in up[item]] + [(boxes[n].x + dx, w) for n, w, dx in down[item]]
+                # Above: sit at its x, shifted by our port's offset; below: over the port we feed.
+                pulls = [(boxes[n].x - dx, w) for n, w, dx in up[item]]
+                pulls += [(boxes[n].x + dx, w) for n, w, dx in down[item]]
                 total = sum(w for _, w in pulls)
                 wishes.append(sum(x * w for x, w in pulls) / total if total else boxes[item].x)
             for item, x in zip(row, _closest_positions(wishes, [boxes[i].w for i in row])):
