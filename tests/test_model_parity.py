@@ -128,3 +128,41 @@ def test_fused_attention_equals_composed_primitives(dropout):
         assert relative_error(a, b) <= 1e-12
     for name in fused_grads:
         assert relative_error(fused_grads[name], comp_grads[name]) <= 1e-10, name
+
+
+@pytest.mark.parametrize("pos", ENCODINGS)
+def test_twenty_adamw_steps_with_clipping_and_warmup_cosine_match_pytorch(pos):
+    """The whole training step: parameter groups (decay / no decay, their own lr), clipping, schedule, AdamW."""
+    from tensorlab.optim import AdamW, WarmupCosine, clip_grad_norm, weight_decay_groups
+    tensorlab.manual_seed(7)
+    model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=pos != "learned", dtype="float64"))
+    twin = twin_of(model)
+    groups = weight_decay_groups(model.named_parameters(), 0.1)
+    groups[1]["lr"] = 5e-3                                          # the no-decay group gets its own lr
+    optimizer = AdamW(groups, lr=1e-2, betas=(0.9, 0.95))
+    schedule = WarmupCosine(max_lr=1.0, min_lr=0.1, warmup_steps=5, max_steps=20)
+    twin_params = dict(twin.named_parameters())
+    twin_groups = [{"params": [twin_params[n] for n, p in model.named_parameters() if any(p is q for q in g["params"])],
+                    "weight_decay": g["weight_decay"], **({"lr": g["lr"]} if "lr" in g else {})} for g in groups]
+    twin_optimizer = torch.optim.AdamW(twin_groups, lr=1e-2, betas=(0.9, 0.95))
+    twin_schedule = torch.optim.lr_scheduler.LambdaLR(twin_optimizer, schedule.lr_at)
+    norms = []
+    for step in range(20):
+        x, y = batch(model.config, seed=100 + step)
+        schedule.apply(optimizer, step)
+        optimizer.zero_grad()
+        model(x, y)[1].backward()
+        norm = clip_grad_norm(model.parameters(), 0.5)
+        optimizer.step()
+        twin_optimizer.zero_grad()
+        twin(torch.from_numpy(x), torch.from_numpy(y))[1].backward()
+        twin_norm = torch.nn.utils.clip_grad_norm_(twin.parameters(), 0.5)
+        twin_optimizer.step()
+        twin_schedule.step()
+        norms.append((norm, float(twin_norm)))
+    assert any(n > 0.5 for n, _ in norms)                           # clipping was really exercised
+    for norm, twin_norm in norms:
+        assert abs(norm - twin_norm) <= 1e-8 * twin_norm
+    for name, p in model.named_parameters():
+        err = relative_error(p.data, twin_params[name].detach().numpy())
+        assert err <= 1e-8, f"{name}: relative error {err:.2e} after 20 steps"
