@@ -47,6 +47,10 @@ from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, weight_decay_groups
 from tensorlab.serialization import CheckpointError
 
+
+PLATEAU_STATE = ("best", "num_bad_steps", "cooldown_counter")  # what ReduceLROnPlateau remembers between evals
+
+
 class UsageError(Exception):
     """Bad input: printed as one line per problem, without a traceback, and the exit status is 2."""
 
@@ -88,7 +92,7 @@ def estimate_loss(model, val_ids, tokenizer, cfg, full=False):
 def get_lr(cfg, step, horizon):
     """The learning rate of `step`: linear warmup, then a cosine to min_lr at `horizon` (or constant)."""
     if cfg.schedule == "warmup_cosine":
-        return WarmupCosine(cfg.lr, cfg.min_lr, min(cfg.warmup_steps, horizon), horizon).lr_at(step)
+        return WarmupCosine(cfg.lr, cfg.min_lr, cfg.warmup_steps, max(horizon, cfg.warmup_steps)).lr_at(step)
     return cfg.lr * min(1.0, step / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
 
 
@@ -103,16 +107,19 @@ def get_horizon(cfg, step, elapsed_s):
 # ----- the run directory ---------------------------------------------------------------------------------
 
 def read_metrics(run_dir):
+    """The rows of a run's metrics.jsonl ([] when there is none yet)."""
     path = Path(run_dir) / "metrics.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def write_metrics(run_dir, metrics):
+    """Rewrite metrics.jsonl atomically with every row so far."""
     text = "".join(json.dumps(row) + "\n" for row in metrics)
     write_atomically(Path(run_dir) / "metrics.jsonl", text.encode("utf-8"))
 
 
 def new_model(cfg, tokenizer):
+    """A freshly initialised model for `cfg` (seeded), on cfg.device."""
     tensorlab.manual_seed(cfg.seed)
     return TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
 
@@ -206,43 +213,51 @@ def train(run):
     if cfg.schedule == "plateau":
         plateau = ReduceLROnPlateau(optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience,
                                     min_lr=cfg.min_lr)
-        plateau.__dict__.update(progress["plateau"] or {})
+        for key, value in (progress["plateau"] or {}).items():
+            setattr(plateau, key, value)
     groups = layer_groups(model)
     print(f"training {model.num_parameters():,} parameters on {len(train_ids):,} tokens "
           f"(validation {len(val_ids):,}); writing to {run_dir}", file=sys.stderr)
 
     def checkpoint(name):
         if plateau is not None:
-            progress["plateau"] = {k: plateau.__dict__[k] for k in ("best", "num_bad_steps", "cooldown_counter")}
+            progress["plateau"] = {k: getattr(plateau, k) for k in PLATEAU_STATE}
         save_checkpoint(run_dir / "checkpoints" / name, model, optimizer, batch_rng, cfg, progress)
 
-    def record_eval(step, full=False):
-        """Evaluate, append a metrics row, and keep best/latest checkpoints and snapshots up to date."""
-        val = estimate_loss(model, val_ids, tokenizer, cfg, full=full)
+    def record_eval(step, final=False):
+        """Evaluate, log a metrics row, keep the best and latest checkpoints; the final evaluation uses every token."""
+        same_step = bool(metrics) and metrics[-1]["step"] == step
+        if final and same_step and metrics[-1]["full_eval"]:
+            return metrics[-1]  # this very model was just evaluated on every token
+        val = estimate_loss(model, val_ids, tokenizer, cfg, full=final)
         losses = progress["train_losses"]
         row = dict(step=step, train_loss=float(np.mean(losses)) if losses else None, val_loss=val["loss"],
                    perplexity=val["perplexity"], bits_per_byte=val["bits_per_byte"], lr=last.get("lr"),
                    tokens_per_s=interval["tokens"] / interval["time"] if interval["time"] else None,
-                   grad_norm=last.get("grad_norm"), elapsed_s=elapsed(), full_eval=full,
+                   grad_norm=last.get("grad_norm"), elapsed_s=elapsed(), full_eval=final or cfg.eval_batches == 0,
                    layer_grad_norm=last.get("layer_grad_norm"), layer_update_ratio=last.get("layer_update_ratio"))
-        if metrics and metrics[-1]["step"] == step:  # the final full evaluation replaces a subset one
+        if same_step:  # the final evaluation on every token replaces the one on eval_batches of this step
             replaced = metrics.pop()
             row.update({k: replaced[k] for k in ("train_loss", "tokens_per_s")})
+        else:
+            # "best" compares like with like: the loss on the same eval batches as every other evaluation
+            score = val["loss"] if not final or cfg.eval_batches == 0 else estimate_loss(
+                model, val_ids, tokenizer, cfg)["loss"]
+            if progress["best_val_loss"] is None or score < progress["best_val_loss"]:
+                progress.update(best_val_loss=score, best_step=step, evals_since_best=0)
+                checkpoint("best")
+            else:
+                progress["evals_since_best"] += 1
         metrics.append(row)
         progress.update(train_losses=[], last_eval_step=step, elapsed_s=elapsed())
         interval.update(tokens=0, time=0.0)
-        if progress["best_val_loss"] is None or val["loss"] < progress["best_val_loss"]:
-            progress.update(best_val_loss=val["loss"], best_step=step, evals_since_best=0)
-            checkpoint("best")
-        else:
-            progress["evals_since_best"] += 1
         snaps = progress["snapshots"]  # at 0, 1, 2, 4, 8, ... eval intervals, and the end
-        if not snaps or snaps[-1] != step and (full or step >= 2 * max(snaps[-1], cfg.eval_interval // 2)):
+        if not snaps or snaps[-1] != step and (final or step >= 2 * max(snaps[-1], cfg.eval_interval // 2)):
             save_snapshot(run_dir / "checkpoints" / f"snapshot_step{step:06d}", model, step)
             snaps.append(step)
         write_metrics(run_dir, metrics)
         checkpoint("latest")
-        if plateau is not None and step >= cfg.warmup_steps:
+        if plateau is not None and step >= cfg.warmup_steps and not same_step:
             plateau.step(val["loss"])
         return row
 
@@ -294,12 +309,13 @@ def train(run):
                 dt = time.perf_counter() - t0
                 progress["step"] = step
                 progress["train_time_s"] += dt
-                progress["train_losses"].append(loss.item())
+                progress["train_losses"].append(float(loss.item()))
                 interval["tokens"] += x.size
                 interval["time"] += dt
                 in_step = False
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{last['lr']:.2e}", tok_s=f"{x.size / dt:.0f}")
+                bar.set_postfix(loss=f"{progress['train_losses'][-1]:.3f}", lr=f"{last['lr']:.2e}",
+                                tok_s=f"{x.size / dt:.0f}")
                 on_step(step)
                 if stop.requested:
                     raise KeyboardInterrupt
@@ -315,7 +331,7 @@ def train(run):
                   f"python train.py --resume {run_dir}", file=sys.stderr)
         return None
     bar.close()
-    final = record_eval(step, full=True)
+    final = record_eval(step, final=True)
     write_outputs(run, final)
     print(f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
           f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: report.md, metrics.jsonl, samples.txt, topk.md, "
@@ -348,11 +364,13 @@ class _StopOnSignal:
 # ----- the command line ----------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become one-line UsageErrors instead of usage text."""
     def error(self, message):
         raise UsageError(message)
 
 
 def train_parser():
+    """The parser of plain `train.py [flags]`: --config, --out, --resume and one flag per TrainConfig field."""
     parser = _Parser(prog="train.py", description="Train the tiny transformer LM (subcommands: eval, generate, "
                                                   "sweep: see `train.py eval --help`).")
     parser.add_argument("--config", metavar="FILE", help="JSON config file (configs/*.json)")
@@ -379,11 +397,13 @@ def resolve_config(args):
 
 
 def default_out(config_path):
+    """runs/<config name>-<date-time>."""
     name = Path(config_path).stem if config_path else "default"
     return Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def cmd_train(argv):
+    """train.py [--config FILE] [--out DIR | --resume RUN_DIR] [flags]"""
     args = train_parser().parse_args(argv)
     cfg = resolve_config(args)
     run_dir = Path(args.resume) if args.resume else Path(args.out or default_out(args.config))
@@ -410,6 +430,7 @@ def load_run(run_dir, checkpoint="best", data=None):
 
 
 def cmd_eval(argv):
+    """train.py eval RUN_DIR [--checkpoint best|latest|snapshot_stepN] [--data PATH]"""
     parser = _Parser(prog="train.py eval", description="Evaluate a run's checkpoint on every validation token.")
     parser.add_argument("run_dir")
     parser.add_argument("--checkpoint", default="best", help="best, latest, or snapshot_stepNNNNNN [best]")
@@ -426,6 +447,7 @@ def cmd_eval(argv):
 
 
 def cmd_generate(argv):
+    """train.py generate RUN_DIR --prompt TEXT [--max-new-tokens --temperature --top-k --seed]"""
     parser = _Parser(prog="train.py generate", description="Continue a prompt with a trained run's model.")
     parser.add_argument("run_dir")
     parser.add_argument("--prompt", default="\n", help="text to continue [a newline]")
@@ -451,6 +473,7 @@ def cmd_generate(argv):
 
 
 def cmd_sweep(argv):
+    """train.py sweep CONFIG... [--out DIR] [flags for every run]"""
     parser = _Parser(prog="train.py sweep", description="Train several configs, each into its own subdirectory "
                                                         "of --out, and compare them (sweep.md, sweep_perplexity.png).")
     parser.add_argument("configs", nargs="+", metavar="CONFIG")

@@ -61,8 +61,11 @@ def write_outputs(run, final):
         ("tokens per second", f"{train_tokens / max(progress['train_time_s'], 1e-9):,.0f} (training steps only)"),
         ("final validation (all tokens)", f"loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, "
                                           f"bits per byte {final['bits_per_byte']:.4f}"),
-        ("best validation loss", f"{progress['best_val_loss']:.4f} at step {progress['best_step']}"),
-        ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens"),
+        ("best validation loss", f"{progress['best_val_loss']:.4f} at step {progress['best_step']}" + (
+            f" (on the {cfg.eval_batches} evaluation batches)" if cfg.eval_batches else "")),
+        ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens" + (
+            " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
+            "with bytelevel runs)" if cfg.pretokenizer == "whitespace" else "")),
         ("device", f"{cfg.device}, {cfg.dtype}"),
     ]
     report_figures = [
@@ -173,7 +176,7 @@ def sweep_table(rows):
 
 def _cell(value):
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)

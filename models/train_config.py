@@ -69,8 +69,8 @@ class TrainConfig:
     device: str = _setting("cpu", "where to train")
     max_steps: int = _setting(0, "stop after this many steps (0: no step limit)")
     max_minutes: float = _setting(10.0, "stop after this many minutes of training (0: no time limit)")
-    eval_interval: int = _setting(50, "evaluate, log and checkpoint every this many steps")
-    eval_batches: int = _setting(4, "validation batches per evaluation, spread evenly (0: all of them)")
+    eval_interval: int = _setting(100, "evaluate, log and checkpoint every this many steps")
+    eval_batches: int = _setting(0, "validation batches per evaluation, spread evenly (0: all of them)")
     early_stopping_patience: int = _setting(0, "stop after this many evaluations without a better val loss (0: never)")
 
     # ----- reading and writing ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ import train
 from models.config import ModelConfig
 from models.evaluate import evaluate
 from models.tokenizer import BPETokenizer
+from models.train_config import TrainConfig
 from models.transformer import TinyTransformerLM
 from tensorlab import serialization
 
@@ -177,6 +178,38 @@ def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
     assert status == 0
     assert [r["step"] for r in read_metrics(out)] == [0, 10, 20, STEPS, STEPS + 6]
     assert json.loads((out / "config.json").read_text())["max_steps"] == STEPS + 6
+
+
+# ----- the learning-rate schedule ----------------------------------------------------------------------
+
+def test_warmup_counts_steps_and_the_cosine_ends_when_time_runs_out():
+    cfg = TrainConfig(lr=1e-3, min_lr=1e-4, warmup_steps=100, max_steps=0, max_minutes=10)
+    assert train.get_horizon(cfg, 0, 0.0) >= 10 ** 9                      # no estimate before the first step
+    slow_start = train.get_horizon(cfg, 50, elapsed_s=500.0)               # 60 steps fit, at this speed
+    assert train.get_lr(cfg, 50, slow_start) == pytest.approx(5e-4)        # still warming up, in steps
+    assert train.get_horizon(cfg, 450, elapsed_s=300.0) == 900             # half the time: twice the steps
+    assert train.get_lr(cfg, 500, 900) == pytest.approx(1e-4 + 0.9e-3 * 0.5)  # halfway down the cosine
+    assert train.get_lr(cfg, 800, train.get_horizon(cfg, 800, elapsed_s=600.0)) == pytest.approx(1e-4)
+
+
+def test_max_steps_sets_the_horizon_unless_time_runs_out_first():
+    both = TrainConfig(max_steps=300, max_minutes=1)
+    assert train.get_horizon(both, 10, elapsed_s=1.0) == 300
+    assert train.get_horizon(both, 10, elapsed_s=6.0) == 100
+    constant = TrainConfig(schedule="constant", lr=1e-3, warmup_steps=10)
+    assert [train.get_lr(constant, s, 100) for s in (0, 5, 10, 99)] == pytest.approx([0, 5e-4, 1e-3, 1e-3])
+
+
+def test_plateau_halves_the_lr_and_early_stopping_ends_the_run(corpus, tmp_path, capsys):
+    out = tmp_path / "run"  # lr 0.9 without warmup: the val loss jumps up and stays above its start
+    status, _, _ = run_main(tiny_args(corpus, out, "--eval-interval", 2, "--warmup-steps", 0, "--lr", 0.9,
+                                      "--min-lr", 0, "--schedule", "plateau", "--plateau-patience", 0,
+                                      "--early-stopping-patience", 3), capsys)
+    assert status == 0
+    rows = read_metrics(out)
+    assert [r["step"] for r in rows] == [0, 2, 4, 6]
+    assert [r["lr"] for r in rows] == [None, 0.9, 0.45, 0.225]
+    assert "early stopping" in (out / "report.md").read_text()
 
 
 # ----- evaluation -----------------------------------------------------------------------------------------
