@@ -11,10 +11,29 @@ tokens that decode to N_bytes UTF-8 bytes:
 Bits per byte does not depend on how text is cut into tokens (with the bytelevel
 tokenizer), so runs with different vocabularies can be compared.
 """
+from contextlib import contextmanager
+
 import numpy as np
 
 from models.data import bits_per_byte, eval_windows, perplexity
 from tensorlab import backend, no_grad
+
+
+@contextmanager
+def inference(model):
+    """Evaluation mode (no dropout) and no graph while inside; the model's previous mode comes back after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            yield model
+    finally:
+        model.train(was_training)
+
+
+def device_of(model):
+    """'cpu' or 'cuda': where the model's parameters live."""
+    return model.parameters()[0].device
 
 
 def evaluate(model, ids, tokenizer, batch_size, max_batches=0):
@@ -29,19 +48,14 @@ def evaluate(model, ids, tokenizer, batch_size, max_batches=0):
         full = [b for b in batches if b[0].shape[1] == model.config.context_len]
         picks = np.linspace(0, len(full) - 1, min(max_batches, len(full))).round().astype(int)
         batches = [full[i] for i in picks]
-    was_training = model.training
-    model.eval()
-    device = model.parameters()[0].device
+    device = device_of(model)
     total_nll, n_tokens, n_bytes = 0.0, 0, 0
-    try:
-        with no_grad():
-            for x, y in batches:                                       # (b, T), (b, T)
-                _, loss = model(backend.to_device(x, device), backend.to_device(y, device))  # mean over b * T
-                total_nll += float(loss.item()) * y.size
-                n_tokens += y.size
-                n_bytes += tokenizer.token_bytes(y.ravel())
-    finally:
-        model.train(was_training)
+    with inference(model):
+        for x, y in batches:                                           # (b, T), (b, T)
+            _, loss = model(backend.to_device(x, device), backend.to_device(y, device))  # mean over b * T
+            total_nll += float(loss.item()) * y.size
+            n_tokens += y.size
+            n_bytes += tokenizer.token_bytes(y.ravel())
     mean = total_nll / n_tokens
     return {"loss": mean, "perplexity": perplexity(mean), "bits_per_byte": bits_per_byte(total_nll, n_bytes),
             "tokens": n_tokens, "bytes": n_bytes}

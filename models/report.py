@@ -10,8 +10,9 @@ import numpy as np
 from models import plots
 from models.checkpoint import load_checkpoint
 from models.corpus import write_atomically
+from models.evaluate import device_of, inference
 from models.transformer import TinyTransformerLM
-from tensorlab import backend, no_grad
+from tensorlab import backend
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
 SAMPLE_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "To be, or not to be,")
@@ -90,18 +91,9 @@ def attention_passage(val_ids, tokenizer, n):
 
 def attention_of(model, ids):
     """Attention weights of every layer for one passage of token ids: (L, H, T, T) on the CPU."""
-    was_training = model.training
-    model.eval()
-    try:
-        with no_grad():
-            _, _, attentions = model(backend.to_device(ids[None, :], _device(model)), return_attention=True)
-    finally:
-        model.train(was_training)
+    with inference(model):
+        _, _, attentions = model(backend.to_device(ids[None, :], device_of(model)), return_attention=True)
     return np.stack([backend.to_device(a.data[0], "cpu") for a in attentions])
-
-
-def _device(model):
-    return model.parameters()[0].device
 
 
 def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0):
@@ -124,22 +116,16 @@ def topk_table(model, tokenizer, prompts=TOPK_PROMPTS, k=5):
     """A markdown table of the k most likely next tokens after each prompt, with their probabilities."""
     lines = ["| prompt | " + " | ".join(f"#{i + 1}" for i in range(k)) + " |",
              "|---|" + "---|" * k]
-    device = _device(model)
-    was_training = model.training
-    model.eval()
-    try:
-        for prompt in prompts:
-            ids = tokenizer.encode(prompt)[-model.config.context_len:]
-            with no_grad():
-                logits, _ = model(backend.to_device(ids[None, :], device))                  # (1, T, V)
-            last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)          # (V,)
-            probs = np.exp(last - last.max())
-            probs /= probs.sum()
-            best = np.argsort(probs)[::-1][:k]
-            cells = [f"`{_md(label)}` {probs[i]:.3f}" for i, label in zip(best, tokenizer.token_strings(best))]
-            lines.append(f"| {_md(prompt)} | " + " | ".join(cells) + " |")
-    finally:
-        model.train(was_training)
+    for prompt in prompts:
+        ids = tokenizer.encode(prompt)[-model.config.context_len:]
+        with inference(model):
+            logits, _ = model(backend.to_device(ids[None, :], device_of(model)))               # (1, T, V)
+        last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)                  # (V,)
+        probs = np.exp(last - last.max())
+        probs /= probs.sum()                                                                    # softmax
+        best = np.argsort(probs)[::-1][:k]
+        cells = [f"`{_md(label)}` {probs[i]:.3f}" for i, label in zip(best, tokenizer.token_strings(best))]
+        lines.append(f"| {_md(prompt)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
