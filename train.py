@@ -8,6 +8,8 @@
     python train.py sweep configs/seed_d128.json configs/seed_d256.json --out runs/sweep
 
 Every field of models/train_config.py is a flag (d_model -> --d-model); flags override --config.
+--max-steps and --max-minutes both bound a run, whichever comes first (0 turns one off; the
+default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step.
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
 checkpoints/ (latest, best and a few model snapshots) and figures/.
 
