@@ -85,6 +85,23 @@ def same_device(op_name, arrays):
     return devices.pop() if devices else "cpu"
 
 
+CACHE_BLOCK_BYTES = 1 << 22  # 4 MiB: measured best for GELU and attention on a 2-core EPYC (1 MiB L2, 32 MiB L3)
+
+
+def cache_blocks(length, bytes_per_row, array):
+    """Slices that cut range(length) into blocks of about CACHE_BLOCK_BYTES of rows.
+
+    An op that makes many passes over a large array is bound by memory speed: each pass
+    streams the whole array from RAM. Making all the passes over one block before moving
+    to the next keeps the block in the CPU cache (several times faster). On a GPU the
+    array is one block: there a kernel launch per block would cost more than it saves.
+    """
+    if is_cupy_array(array):
+        return [slice(0, length)]
+    rows = max(1, CACHE_BLOCK_BYTES // max(bytes_per_row, 1))
+    return [slice(start, min(start + rows, length)) for start in range(0, length, rows)]
+
+
 def scatter_add(target, index, values):
     """target[index] += values, where repeated indices add up (a plain += would keep only one)."""
     if is_cupy_array(target):
