@@ -50,32 +50,40 @@ class CausalAttention(Function):
             raise ValueError(f"causal_attention: q, k, v must share one shape (B, H, T, D); "
                              f"got {q.shape}, {k.shape}, {v.shape}")
         xp = backend.array_module(q)
-        T, D = q.shape[-2:]
+        B, H, T, D = q.shape
         self.scale = q.dtype.type(1 / math.sqrt(D))
-        s = q @ k.swapaxes(-1, -2)                                 # (B, H, T, T)
-        s *= self.scale
-        s += causal_bias(T, q.dtype, backend.device_of(q))
-        s -= s.max(axis=-1, keepdims=True)                          # stable: every row keeps its diagonal
-        xp.exp(s, out=s)
-        s /= s.sum(axis=-1, keepdims=True)
-        self.weights = s                                            # P, (B, H, T, T)
-        self.mask = None
-        if self.dropout_p:
-            self.mask = dropout_mask(s.shape, self.dropout_p, s.dtype, backend.device_of(s))
-        self.q, self.k, self.v = q, k, v
-        return (s if self.mask is None else s * self.mask) @ v     # (B, H, T, D)
+        self.q_scaled, self.k, self.v = q * self.scale, k, v        # scaling q is cheaper than scaling (T, T)
+        bias = causal_bias(T, q.dtype, backend.device_of(q))
+        self.weights = xp.empty((B, H, T, T), dtype=q.dtype)       # P
+        self.mask = None if not self.dropout_p else dropout_mask(
+            self.weights.shape, self.dropout_p, q.dtype, backend.device_of(q))
+        y = xp.empty_like(q)
+        # A few batch elements at a time, so each (H, T, T) block stays in cache across the passes.
+        for b in backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q):
+            s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
+            s += bias
+            s -= s.max(axis=-1, keepdims=True)                     # stable: every row keeps its diagonal
+            xp.exp(s, out=s)
+            s *= 1 / s.sum(axis=-1, keepdims=True)                 # P: rows sum to 1
+            xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])   # (P * M) v
+        return y                                                    # (B, H, T, D)
 
     def backward(self, gy):
         # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
         #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,  gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
-        p = self.weights
-        dropped = p if self.mask is None else p * self.mask
-        gv = dropped.swapaxes(-1, -2) @ gy                           # (B, H, T, D)
-        gp = gy @ self.v.swapaxes(-1, -2)                            # (B, H, T, T)
-        if self.mask is not None:
-            gp *= self.mask
-        gs = gp
-        gs -= (gp * p).sum(axis=-1, keepdims=True)
-        gs *= p
-        gs *= self.scale
-        return gs @ self.k, gs.swapaxes(-1, -2) @ self.q, gv
+        xp = backend.array_module(gy)
+        B, H, T, _ = gy.shape
+        gq, gk, gv = xp.empty_like(gy), xp.empty_like(gy), xp.empty_like(gy)
+        for b in backend.cache_blocks(B, 3 * H * T * T * gy.itemsize, gy):
+            p = self.weights[b]
+            dropped = p if self.mask is None else p * self.mask[b]
+            xp.matmul(dropped.swapaxes(-1, -2), gy[b], out=gv[b])
+            gs = gy[b] @ self.v[b].swapaxes(-1, -2)                 # gP, (b, H, T, T)
+            if self.mask is not None:
+                gs *= self.mask[b]
+            gs -= (gs * p).sum(axis=-1, keepdims=True)
+            gs *= p                                                 # gS
+            xp.matmul(gs, self.k[b], out=gq[b])
+            xp.matmul(gs.swapaxes(-1, -2), self.q_scaled[b], out=gk[b])
+        gq *= self.scale
+        return gq, gk, gv
