@@ -17,6 +17,7 @@ from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
 from tensorlab.ops.norm import LayerNorm, RMSNorm
 from tensorlab.ops.reduce import Max, Mean, Sum
+from tensorlab.ops.rope import Rope
 from tensorlab.ops.select import MaskedFill, Where
 from tensorlab.ops.softmax import LogSoftmax, Softmax
 from tensorlab.tensor import Tensor
@@ -25,7 +26,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
     "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split",
     "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
-    "rms_norm", "layer_norm", "dropout", "causal_attention",
+    "rms_norm", "layer_norm", "dropout", "causal_attention", "rope",
 ]
 
 
@@ -177,3 +178,8 @@ def _check_nonempty(op_name, tensors):
 def causal_attention(q, k, v, dropout_p=0.0, training=False):
     """softmax(q k^T / sqrt(D) + causal mask) (dropout) v for (B, H, T, D) inputs, as one fused op."""
     return CausalAttention(dropout_p, training)(q, k, v)
+
+
+def rope(x, cos, sin):
+    """Rotary position embedding of x (..., T, D) with (T, D) tables: x cos + rotate_half(x) sin, one fused op."""
+    return Rope()(x, cos, sin)

@@ -50,6 +50,22 @@ def mask(*shape):
     return _rng.random(shape) < 0.4
 
 
+def rope_tables(T, D, like):
+    """RoPE's (T, D) cos and sin tables, from tensorlab.nn.positional, in the dtype of `like`."""
+    from tensorlab.nn.positional import rope_tables as tables
+    dtype = str(like.dtype).replace("torch.", "")
+    cos, sin = (t.astype(dtype) for t in tables(T, D))
+    if isinstance(like, torch.Tensor):
+        return torch.from_numpy(cos).to(like.device), torch.from_numpy(sin).to(like.device)
+    return tensorlab.tensor(cos, device=like.device), tensorlab.tensor(sin, device=like.device)
+
+
+def torch_rope(x, cos, sin):
+    """The reference, written with torch ops: x cos + [-x2, x1] sin."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+
+
 class Case:
     """One call of an op: the tensorlab function, the PyTorch one, the inputs (see check_against_torch)."""
 
@@ -287,6 +303,12 @@ CASES = {
         Case("eval-ignores-dropout", lambda q, k, v: F.causal_attention(q, k, v, dropout_p=0.5, training=False),
              lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
              randn(2, 1, 3, 2), randn(2, 1, 3, 2), randn(2, 1, 3, 2)),
+    ],
+    "rope": [  # x (..., T, D); the cos/sin tables are constants in x's dtype
+        Case("B2-H3-T4-D6", lambda x: F.rope(x, *rope_tables(4, 6, x)),
+             lambda x: torch_rope(x, *rope_tables(4, 6, x)), randn(2, 3, 4, 6)),
+        Case("T5-D2", lambda x: F.rope(x, *rope_tables(5, 2, x)),
+             lambda x: torch_rope(x, *rope_tables(5, 2, x)), randn(5, 2)),
     ],
     "dropout": [
         Case("p0.3", DROPOUT_03.tl, DROPOUT_03.torch, randn(4, 6)),

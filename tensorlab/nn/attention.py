@@ -50,7 +50,8 @@ class CausalSelfAttention(Module):
         q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
         if self.rope:
             cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            rotate = F.rope if self.fused else apply_rope
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if self.fused:
             op = CausalAttention(self.attn_dropout.p, self.training)
             y = op(q, k, v)                                             # (B, H, T, D)

@@ -1,0 +1,40 @@
+"""Rotary position embedding (RoPE) in one op.
+
+For x (..., T, D) split into halves x = [x1, x2], and per-position tables cos, sin (T, D):
+    y = x * cos + rotate_half(x) * sin,    rotate_half(x) = [-x2, x1]
+Each pair (x1[i], x2[i]) turns by the angle of its position, so q . k after rotation
+depends only on how far apart the two positions are.
+Composed from primitives (tensorlab/nn/positional.py, apply_rope) it is a split, a
+negation, a concatenation, two products and a sum: six graph nodes and their copies.
+Here the last axis is viewed as (2, D/2), so [x2, x1] is a view (the halves read in
+reverse order) and the sign of -x2 moves into the table: rotate_half(x) sin = [x2, x1] * [-sin1, sin2].
+"""
+from tensorlab.tensor import Function
+
+
+def _halves(a):
+    """(..., D) as (..., 2, D/2): a view whenever the last axis is contiguous."""
+    return a.reshape(a.shape[:-1] + (2, a.shape[-1] // 2))
+
+
+class Rope(Function):
+    name = "rope"
+
+    def forward(self, x, cos, sin):
+        if x.shape[-1] % 2 or cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
+            raise ValueError(f"rope: x (..., T, D) needs an even D and cos, sin of shape (T, D) = {x.shape[-2:]}; "
+                             f"got x {x.shape}, cos {cos.shape}, sin {sin.shape}")
+        self.cos = _halves(cos)                                   # (T, 2, D/2)
+        self.signed_sin = _halves(sin).copy()
+        self.signed_sin[:, 0] *= -1                               # [-sin1, sin2]
+        x2 = _halves(x)                                           # (..., T, 2, D/2), a view
+        y = x2 * self.cos
+        y += x2[..., ::-1, :] * self.signed_sin                   # [x2, x1] * [-sin1, sin2]
+        return y.reshape(x.shape)
+
+    def backward(self, gy):
+        # y = x cos + S(x) s with S([x1, x2]) = [x2, x1], s = [-sin1, sin2]  =>  gx = gy cos + S(gy s)
+        g2 = _halves(gy)
+        gx = g2 * self.cos
+        gx += (g2 * self.signed_sin)[..., ::-1, :]
+        return gx.reshape(gy.shape), None, None
