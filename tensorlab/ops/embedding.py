@@ -13,7 +13,7 @@ class Embedding(Function):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
         xp = backend.array_module(gy)
         gw = xp.zeros(self.weight_shape, dtype=gy.dtype)
-        backend.scatter_add(gw, self.ids.reshape(-1), gy.reshape(-1, self.weight_shape[1]))
+        backend.scatter_add_rows(gw, self.ids.reshape(-1), gy.reshape(-1, self.weight_shape[1]))
         return None, gw
 
 
