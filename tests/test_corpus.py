@@ -12,16 +12,6 @@ from models.corpus import CORPUS_SHA256, CorpusError, corpus_path, load_corpus
 CORPUS_BYTES = 1_115_394
 
 
-@pytest.fixture(scope="module")
-def corpus_file() -> Path:
-    """The Tiny Shakespeare file: $TENSORLAB_CORPUS, else shared/data next to the repo."""
-    shared_copy = Path(__file__).resolve().parents[1].parent / "shared/data/tinyshakespeare.txt"
-    path = Path(os.environ.get("TENSORLAB_CORPUS") or shared_copy)
-    if not path.is_file():
-        pytest.skip(f"no corpus at {path}; set TENSORLAB_CORPUS=PATH")
-    return path
-
-
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
     """No env var, an empty cache in tmp_path, and a download that fails the test if called."""

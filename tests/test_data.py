@@ -1,8 +1,6 @@
 """Tests for models/data.py: splits, batches, evaluation windows, bits per byte."""
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,13 +10,9 @@ from models.tokenizer import BPETokenizer
 
 
 @pytest.fixture(scope="module")
-def corpus_ids() -> tuple[BPETokenizer, np.ndarray]:
+def corpus_ids(corpus_file) -> tuple[BPETokenizer, np.ndarray]:
     """A 500-token tokenizer trained once, and the whole corpus encoded with it."""
-    shared_copy = Path(__file__).resolve().parents[1].parent / "shared/data/tinyshakespeare.txt"
-    path = Path(os.environ.get("TENSORLAB_CORPUS") or shared_copy)
-    if not path.is_file():
-        pytest.skip(f"no corpus at {path}; set TENSORLAB_CORPUS=PATH")
-    text = path.read_text(encoding="utf-8")
+    text = corpus_file.read_text(encoding="utf-8")
     tok = BPETokenizer.train(text, vocab_size=500)
     return tok, tok.encode(text)
 

@@ -1,7 +1,5 @@
 """Tests for models/tokenizer.py: exact round trips, vocabulary size, saving, byte counts."""
 
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,13 +19,9 @@ def first_difference(a: str, b: str):
 
 
 @pytest.fixture(scope="module")
-def text() -> str:
-    """The Tiny Shakespeare text: $TENSORLAB_CORPUS, else shared/data next to the repo."""
-    shared_copy = Path(__file__).resolve().parents[1].parent / "shared/data/tinyshakespeare.txt"
-    path = Path(os.environ.get("TENSORLAB_CORPUS") or shared_copy)
-    if not path.is_file():
-        pytest.skip(f"no corpus at {path}; set TENSORLAB_CORPUS=PATH")
-    return path.read_text(encoding="utf-8")
+def text(corpus_file) -> str:
+    """The Tiny Shakespeare text."""
+    return corpus_file.read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -30,18 +30,11 @@ METRIC_KEYS = {"step", "train_loss", "val_loss", "perplexity", "bits_per_byte", 
 TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 
-def _corpus():
-    for candidate in (os.environ.get("TENSORLAB_CORPUS"), ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    pytest.skip("no Tiny Shakespeare: set TENSORLAB_CORPUS")
-
-
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, corpus_file):
     """The first 80 KB of Tiny Shakespeare, as a --data file."""
     path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(_corpus().read_bytes()[:80_000])
+    path.write_bytes(corpus_file.read_bytes()[:80_000])
     return path
 
 
