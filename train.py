@@ -36,7 +36,7 @@ from tqdm import tqdm
 import tensorlab
 from models import plots
 from models.checkpoint import load_checkpoint, restore_training_state, save_checkpoint, save_snapshot
-from models.corpus import CorpusError, load_corpus, sha256_hex, write_atomically
+from models.corpus import CorpusError, load_corpus, sha256_hex
 from models.data import random_windows, split_tokens
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
@@ -47,7 +47,7 @@ from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, weight_decay_groups
-from tensorlab.serialization import CheckpointError
+from tensorlab.serialization import CheckpointError, write_atomically
 
 
 PLATEAU_STATE = ("best", "num_bad_steps", "cooldown_counter")  # what ReduceLROnPlateau remembers between evals

@@ -11,9 +11,10 @@ Where the corpus comes from, in order:
 
 import hashlib
 import os
-import tempfile
 import urllib.request
 from pathlib import Path
+
+from tensorlab.serialization import write_atomically
 
 CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -112,18 +113,3 @@ def _download_to(cached: Path) -> Path:
         )
     write_atomically(cached, data)
     return cached
-
-
-def write_atomically(target: Path, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``target``, then rename it over ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)  # atomic on one filesystem: readers never see half a file
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from matplotlib.colors import PowerNorm  # noqa: E402
 import numpy as np  # noqa: E402
 
-from models.corpus import write_atomically  # noqa: E402
+from tensorlab.serialization import write_atomically  # noqa: E402
 
 
 def _save(fig, path):

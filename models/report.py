@@ -9,7 +9,7 @@ import numpy as np
 
 from models import plots
 from models.checkpoint import load_checkpoint
-from models.corpus import write_atomically
+from tensorlab.serialization import write_atomically
 from models.evaluate import device_of, inference
 from models.transformer import TinyTransformerLM
 from tensorlab import backend

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from .corpus import write_atomically
+from tensorlab.serialization import write_atomically
 
 PRETOKENIZERS = ("bytelevel", "whitespace")
 MIN_BYTELEVEL_VOCAB = 260  # the 256 single bytes plus a few merges

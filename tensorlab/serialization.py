@@ -10,8 +10,10 @@ the .npz against the recorded sha256, so a truncated or mismatched file is repor
 instead of loaded.
 """
 import hashlib
+import io
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,18 +28,14 @@ class CheckpointError(RuntimeError):
 def save(state, path):
     """Write `state` (nested dicts/lists of arrays and JSON values) to `path`.npz and `path`.json."""
     base = _base(path)
-    base.parent.mkdir(parents=True, exist_ok=True)
     arrays = {}
     described = _split_arrays(state, "", arrays)
-    npz_tmp = base.with_name(base.name + ".npz.tmp")
-    with open(npz_tmp, "wb") as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-    digest, size = _sha256(npz_tmp), npz_tmp.stat().st_size
-    os.replace(npz_tmp, base.with_suffix(".npz"))
-    _write_text_atomically(base.with_suffix(".json"),
-                           json.dumps({"npz_sha256": digest, "npz_bytes": size, "state": described}, indent=1))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    npz = buffer.getvalue()
+    write_atomically(base.with_suffix(".npz"), npz)
+    meta = {"npz_sha256": hashlib.sha256(npz).hexdigest(), "npz_bytes": len(npz), "state": described}
+    write_atomically(base.with_suffix(".json"), json.dumps(meta, indent=1).encode("utf-8"))
 
 
 def load(path):
@@ -97,11 +95,21 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def _write_text_atomically(path, text):
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def write_atomically(target, data):
+    """Write the bytes `data` to a temporary file beside `target`, then rename it over `target`.
+
+    The rename is atomic on one filesystem: a reader (or a crash) sees the old file or the
+    new one, never half of one.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
