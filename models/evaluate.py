@@ -11,24 +11,11 @@ tokens that decode to N_bytes UTF-8 bytes:
 Bits per byte does not depend on how text is cut into tokens (with the bytelevel
 tokenizer), so runs with different vocabularies can be compared.
 """
-from contextlib import contextmanager
-
 import numpy as np
 
 from models.data import bits_per_byte, eval_windows, perplexity
-from tensorlab import backend, no_grad
-
-
-@contextmanager
-def inference(model):
-    """Evaluation mode (no dropout) and no graph while inside; the model's previous mode comes back after."""
-    was_training = model.training
-    model.eval()
-    try:
-        with no_grad():
-            yield model
-    finally:
-        model.train(was_training)
+from models.transformer import inference
+from tensorlab import backend
 
 
 def device_of(model):

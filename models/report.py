@@ -10,8 +10,8 @@ import numpy as np
 from models import plots
 from models.checkpoint import load_checkpoint
 from tensorlab.serialization import write_atomically
-from models.evaluate import device_of, inference
-from models.transformer import TinyTransformerLM
+from models.evaluate import device_of
+from models.transformer import TinyTransformerLM, inference
 from tensorlab import backend
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures

@@ -5,6 +5,8 @@ H heads, V vocabulary. Data flows top to bottom:
     ids (B, T) -> token embedding (+ position) -> n_layers pre-norm blocks -> RMSNorm
     -> LM head -> logits (B, T, V) -> cross-entropy against the next tokens.
 """
+from contextlib import contextmanager
+
 import numpy as np
 
 from tensorlab import backend, no_grad
@@ -78,17 +80,24 @@ class TinyTransformerLM(Module):
             raise ValueError(f"generate: top_k must be in [1, {self.config.vocab_size}], got {top_k}")
         rng = rng if rng is not None else np.random.default_rng()
         ids = np.array(ids, dtype=np.int64, ndmin=2)
-        was_training = self.training
-        self.eval()
-        try:
-            with no_grad():
-                for _ in range(max_new_tokens):
-                    logits, _ = self(ids[:, -self.config.context_len:])
-                    last = backend.to_device(logits.data[:, -1, :], "cpu").astype(np.float64)  # (B, V)
-                    ids = np.concatenate([ids, sample_next(last, temperature, top_k, rng)[:, None]], axis=1)
-        finally:
-            self.train(was_training)
+        with inference(self):
+            for _ in range(max_new_tokens):
+                logits, _ = self(ids[:, -self.config.context_len:])
+                last = backend.to_device(logits.data[:, -1, :], "cpu").astype(np.float64)  # (B, V)
+                ids = np.concatenate([ids, sample_next(last, temperature, top_k, rng)[:, None]], axis=1)
         return ids
+
+
+@contextmanager
+def inference(model):
+    """Evaluation mode (no dropout) and no graph while inside; the model's previous mode comes back after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            yield model
+    finally:
+        model.train(was_training)
 
 
 def sample_next(logits, temperature, top_k, rng):
