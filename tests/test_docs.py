@@ -129,10 +129,11 @@ def anchored_links(path):
 def tensorlab_rng_restored():
     """The snippets seed and draw from tensorlab's generators; put them back as they were for other tests."""
     from tensorlab import random as tl_random
-    generators, state = dict(tl_random._rng), tl_random.get_state()
+    seed, generators, state = tl_random._seed, dict(tl_random._generators), tl_random.get_state()
     yield
-    tl_random._rng.clear()
-    tl_random._rng.update(generators)
+    tl_random._seed = seed
+    tl_random._generators.clear()
+    tl_random._generators.update(generators)
     tl_random.set_state(state)
 
 
