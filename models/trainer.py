@@ -152,7 +152,8 @@ class Trainer:
                        0 if final else self.cfg.eval_batches)
         row = self._row(step, val, final)
         if same_step:  # the final evaluation on every token replaces the one on eval_batches of this step
-            row.update({k: metrics.pop()[k] for k in ("train_loss", "tokens_per_s")})
+            replaced = metrics.pop()
+            row.update({k: replaced[k] for k in ("train_loss", "tokens_per_s")})
         else:
             self._keep_best(step, val, final)
             if self.plateau is not None and step >= self.cfg.warmup_steps:

@@ -61,8 +61,8 @@ def load(path):
         arrays = safetensors.numpy.load(data)
         metadata = json.loads(text)
     except Exception as err:  # whatever the bytes are, the answer is one line naming the file
-        raise CheckpointError(f"{path} is not a tensorlab checkpoint (not a safetensors file with tensorlab "
-                              f"metadata: {type(err).__name__}: {str(err)[:80]})") from None
+        raise CheckpointError(f"{path} is truncated, damaged or not a tensorlab checkpoint (a safetensors file "
+                              f"with tensorlab metadata): {type(err).__name__}: {str(err)[:80]}") from None
     if _checksum(arrays, text) != expected:
         raise CheckpointError(f"{path} is damaged or was changed: its sha256 does not match the one inside it")
     return arrays, metadata
