@@ -68,7 +68,7 @@ class Trainer:
         self.plateau = (ReduceLROnPlateau(self.optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience,
                                           min_lr=cfg.min_lr) if cfg.schedule == "plateau" else None)
         self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
-        self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() starts from it
+        self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
         self.progress, self.metrics = new_progress(corpus_sha256), []
         self.groups = layer_groups(self.model)
         self._clock = (time.perf_counter(), 0.0)  # (when fit started, elapsed_s then)
@@ -80,7 +80,7 @@ class Trainer:
         return {"model": self.model.state_dict(), "model_config": self.model.config.to_dict(),
                 "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
                 "plateau": self.plateau.state_dict() if self.plateau else None,
-                "batch_rng": self.batch_rng.bit_generator.state, "tensorlab_rng": tl_random.get_state(),
+                "batch_rng": self.batch_rng.bit_generator.state, "tensorlab_rng": self.tensorlab_rng,
                 "config": self.cfg.to_dict(), "progress": dict(self.progress, elapsed_s=self.elapsed())}
 
     def load_state_dict(self, state):
@@ -134,6 +134,7 @@ class Trainer:
                      lr=lr, grad_norm=grad_norm, layer_grad_norm=layer_norms,
                      layer_update_ratio=update_ratios(self.groups, before) if logged else None))
         p["train_losses"].append(loss_value)
+        self.tensorlab_rng = tl_random.get_state()  # after this step's dropout masks
         return loss_value
 
     def _logged(self, step):
