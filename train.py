@@ -174,7 +174,7 @@ def restore(trainer, latest, corpus_sha):
 
 # ----- training ------------------------------------------------------------------------------------------
 
-def train(trainer):
+def train(trainer, report=True):
     """Run a prepared Trainer to its end, then write the report; returns the final metrics row (None: interrupted)."""
     run_dir, cfg = trainer.run_dir, trainer.cfg
     for directory in (run_dir, run_dir / "checkpoints"):
@@ -190,13 +190,13 @@ def train(trainer):
     user_on_step = trainer.on_step
     trainer.on_step = lambda step: (bar.update(1), user_on_step(step))
 
-    def report(row):
+    def log(row):
         bar.write(f"step {row['step']}: val loss {row['val_loss']:.4f}, perplexity {row['perplexity']:.2f}, "
                   f"bits/byte {row['bits_per_byte']:.4f}")
 
     try:
         with _StopOnSignal() as stop:
-            final = trainer.fit(lambda: stop.requested, report)
+            final = trainer.fit(lambda: stop.requested, log)
     except KeyboardInterrupt:
         print(f"interrupted in the middle of a step: not saved; the latest checkpoint is the one saved before "
               f"step {trainer.progress['step'] + 1}", file=sys.stderr)
@@ -208,11 +208,13 @@ def train(trainer):
         print(f"interrupted at step {trainer.progress['step']}: saved {run_dir / 'checkpoints' / 'latest'}; "
               f"continue with python train.py --resume {run_dir}", file=sys.stderr)
         return None
-    from models.report import write_outputs  # matplotlib loads only when a run finishes
-    write_outputs(trainer, final)
+    if report:
+        from models.report import write_outputs  # matplotlib loads only when a run finishes
+        write_outputs(trainer, final)
+    outputs = "report.md, metrics.jsonl, samples.txt, topk.md, figures/, checkpoints/" if report else \
+        "metrics.jsonl, checkpoints/ (no report: --no-report)"
     print(f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
-          f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: report.md, metrics.jsonl, samples.txt, topk.md, "
-          f"figures/, checkpoints/", file=sys.stderr)
+          f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: {outputs}", file=sys.stderr)
     return final
 
 
@@ -253,6 +255,7 @@ def train_parser():
     parser.add_argument("--config", metavar="FILE", help="JSON config file (configs/*.json)")
     parser.add_argument("--out", metavar="DIR", help="run directory (default: runs/<config name>-<time>)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its latest checkpoint")
+    parser.add_argument("--no-report", action="store_true", help="skip the figures, samples and report.md at the end")
     add_flags(parser)
     return parser
 
@@ -286,7 +289,7 @@ def cmd_train(argv, on_step=None):
     run_dir = Path(args.resume) if args.resume else Path(args.out or default_out(args.config))
     if args.resume and args.out and Path(args.out) != run_dir:
         raise UsageError("--resume writes into the run it continues; leave out --out")
-    return 0 if train(prepare_run(cfg, run_dir, bool(args.resume), on_step)) else 130
+    return 0 if train(prepare_run(cfg, run_dir, bool(args.resume), on_step), not args.no_report) else 130
 
 
 def load_run(run_dir, checkpoint_name="best", data=None, device=None):
