@@ -121,7 +121,7 @@ class Trainer:
         layer_norms = grad_norms(self.groups) if logged else None
         grad_norm = clip_grad_norm(self.model.parameters(), cfg.grad_clip or math.inf)
         loss_value, grad_norm = float(loss.item()), float(grad_norm)
-        check_finite(step, loss_value, grad_norm, cfg)
+        check_finite(step, cfg, training_loss=loss_value, gradient_norm=grad_norm)
         before = copy_weights(self.groups) if logged else None
         lr = self.optimizer.param_groups[0]["lr"]
         self.optimizer.step()
@@ -151,6 +151,7 @@ class Trainer:
             return metrics[-1]  # this very model was just evaluated on every token
         val = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size,
                        0 if final else self.cfg.eval_batches)
+        check_finite(step, self.cfg, validation_loss=val["loss"])
         row = self._row(step, val, final)
         if same_step:  # the final evaluation on every token replaces the one on eval_batches of this step
             replaced = metrics.pop()
@@ -223,38 +224,44 @@ class Trainer:
         """
         tl_random.set_state(self.tensorlab_rng)
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
-        p, cfg = self.progress, self.cfg
-        p["stop_reason"], in_step = None, False
-        try:
-            while True:
-                if p["step"] % cfg.eval_interval == 0 and p["last_eval_step"] != p["step"]:
-                    report(self.evaluate())
-                p["stop_reason"] = self.stop_reason()
-                if p["stop_reason"]:
-                    break
-                in_step = True
-                self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
-                in_step = False
-                self.on_step(p["step"])
-                if stop_requested():
-                    raise KeyboardInterrupt
-                if cfg.checkpoint_interval and p["step"] % cfg.checkpoint_interval == 0:
-                    self.save("latest")
-        except KeyboardInterrupt:
-            if in_step:
-                raise
-            write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
-            self.save("latest")
-            return None
-        return self.evaluate(final=True)
+        self.progress["stop_reason"], self._in_step = None, False
+        with np.errstate(all="ignore"):  # a NaN or inf is caught by check_finite, not printed as a warning
+            try:
+                self._loop(stop_requested, report)
+            except KeyboardInterrupt:
+                if self._in_step:
+                    raise
+                write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
+                self.save("latest")
+                return None
+            return self.evaluate(final=True)
 
-def check_finite(step, loss, grad_norm, cfg):
-    """NonFiniteError naming the step, the value and what to try, when the loss or gradient norm is NaN or inf."""
-    for name, value in (("training loss", loss), ("gradient norm", grad_norm)):
+    def _loop(self, stop_requested, report):
+        p, cfg = self.progress, self.cfg
+        while True:
+            if p["step"] % cfg.eval_interval == 0 and p["last_eval_step"] != p["step"]:
+                report(self.evaluate())
+            p["stop_reason"] = self.stop_reason()
+            if p["stop_reason"]:
+                return
+            self._in_step = True
+            self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
+            self._in_step = False
+            self.on_step(p["step"])
+            if stop_requested():
+                raise KeyboardInterrupt
+            if cfg.checkpoint_interval and p["step"] % cfg.checkpoint_interval == 0:
+                self.save("latest")
+
+
+def check_finite(step, cfg, **values):
+    """NonFiniteError naming the step, the value and what to try, when one of `values` is NaN or infinite."""
+    for name, value in values.items():
         if not math.isfinite(value):
             clip = "turn on --grad-clip (e.g. 1.0)" if not cfg.grad_clip else f"lower --grad-clip (now {cfg.grad_clip:g})"
-            raise NonFiniteError(f"step {step}: the {name} is {value}; the weights stay as they were after step "
-                                 f"{step - 1 if step else 'none'}; try a lower --lr (now {cfg.lr:g}) or {clip}")
+            raise NonFiniteError(f"step {step}: the {name.replace('_', ' ')} is {value}; stopped before it could "
+                                 f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
+                                 f"(now {cfg.lr:g}) or {clip}")
 
 
 def read_metrics(run_dir):
