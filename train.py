@@ -25,6 +25,7 @@ import math
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -105,17 +106,22 @@ def check_writable(run_dir):
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"--out {run_dir}: {existing} is a file, not a directory; choose another --out")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {run_dir}: cannot write in {existing} (permission denied); choose another --out")
+    try:  # a real probe: permissions, read-only filesystems and root all answer truthfully
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".tensorlab-probe-")
+    except OSError as err:
+        raise UsageError(f"--out {run_dir}: cannot write in {existing} ({err.strerror}); choose another --out") \
+            from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_new_out(run_dir):
     """UsageError unless `run_dir` is new, empty, or a run killed before its first checkpoint (reused)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"--out {run_dir} is an existing file; choose a directory name")
     check_writable(run_dir)
     if not run_dir.exists():
         return
-    if not run_dir.is_dir():
-        raise UsageError(f"--out {run_dir} is an existing file; choose a directory name")
     names = {p.name for p in run_dir.iterdir()}
     if names and not (names <= RUN_FILES and not checkpoint.exists(run_dir / "checkpoints" / "latest")):
         raise UsageError(f"--out {run_dir} already exists and is not empty; choose a new directory, "
