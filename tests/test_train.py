@@ -22,6 +22,7 @@ from models.train_config import TrainConfig
 from models.transformer import TinyTransformerLM
 from models.checkpoint import read_checkpoint
 from models.trainer import horizon
+from tensorlab import serialization
 from tensorlab.optim import AdamW, WarmupCosine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -357,3 +358,89 @@ def test_eval_and_generate_of_something_that_is_not_a_run(tmp_path, capsys):
     assert_one_line_error(status, err, "not a run directory")
     status, _, err = run_main(["generate", tmp_path / "missing"], capsys)
     assert_one_line_error(status, err, "not a run directory")
+
+
+# ----- issue 9: bookkeeping, sweeps, permissions, host transfers ------------------------------------------
+
+def test_run_outputs_have_ordinary_permissions(run_dir):
+    modes = {p.relative_to(run_dir).as_posix(): oct(p.stat().st_mode & 0o777) for p in run_dir.rglob("*")
+             if p.is_file()}
+    assert set(modes.values()) == {oct(0o666 & ~current_umask())}, modes
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consistent(run_dir, corpus, tmp_path, capsys,
+                                                                                   monkeypatch):
+    import models.trainer
+    real_save = models.trainer.save_checkpoint
+
+    def ctrl_c_inside_best_at_20(path, state):
+        if path.name == "best" and state["step"] == 20:
+            raise KeyboardInterrupt  # before the file is complete: best.safetensors stays the old one
+        real_save(path, state)
+
+    monkeypatch.setattr(models.trainer, "save_checkpoint", ctrl_c_inside_best_at_20)
+    out = tmp_path / "run"
+    status, _, _ = run_main(tiny_args(corpus, out), capsys)
+    assert status == 130
+    latest, best = read_checkpoint(out / "checkpoints" / "latest"), read_checkpoint(out / "checkpoints" / "best")
+    assert best["step"] == latest["progress"]["best_step"] == 10            # progress names the best that exists
+    assert best["val_loss"] == latest["progress"]["best_val_loss"]
+    monkeypatch.undo()
+    assert run_main(["--resume", out], capsys)[0] == 0                       # redoes step 20's evaluation
+    a, b = read_checkpoint(out / "checkpoints" / "best"), read_checkpoint(run_dir / "checkpoints" / "best")
+    assert a["step"] == b["step"] and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
+    assert without_timing(read_metrics(out)) == without_timing(read_metrics(run_dir))
+
+
+def test_per_layer_statistics_are_computed_only_for_logged_steps(corpus, tmp_path, capsys, monkeypatch):
+    import models.trainer
+    calls = []
+    real = models.trainer.grad_norms
+    monkeypatch.setattr(models.trainer, "grad_norms", lambda groups: (calls.append(1), real(groups))[1])
+    steps = []
+    status, _, _ = run_main(tiny_args(corpus, tmp_path / "run", "--no-report"), capsys, on_step=steps.append)
+    assert status == 0 and len(steps) == STEPS
+    assert len(calls) == 3  # the steps shown by the rows of steps 10, 20 and 24 (the last)
+
+
+def test_an_interrupted_sweep_continues_and_skips_finished_configs(corpus, tmp_path, capsys):
+    configs = []
+    for name, d_model in (("narrow", 16), ("wide", 32)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(dict(json.loads(Path(TINY).read_text()), d_model=d_model)))
+        configs.append(path)
+    out = tmp_path / "sweep"
+    argv = ["sweep", *configs, "--out", out, "--data", corpus, "--max-steps", 10]
+    steps = []
+
+    def stop_in_the_second_run(step):
+        steps.append(step)
+        if len(steps) == 14:
+            raise KeyboardInterrupt
+
+    assert run_main(argv, capsys, on_step=stop_in_the_second_run)[0] == 130
+    assert (out / "narrow" / "report.md").is_file() and not (out / "wide" / "report.md").exists()
+    steps.clear()
+    assert run_main(argv, capsys, on_step=steps.append)[0] == 0
+    assert steps == [5, 6, 7, 8, 9, 10]          # narrow is not trained again; wide goes on from step 4
+    table = (out / "sweep.md").read_text()
+    assert "| narrow |" in table and "| wide |" in table
+
+
+def test_resume_of_a_gpu_run_says_in_one_line_that_dropout_cannot_be_exact(run_dir, tmp_path, capsys):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir, out)
+    path = out / "checkpoints" / "latest.safetensors"
+    tensors, meta = serialization.load(path)
+    meta["tensorlab_rng"]["gpu_used"] = True
+    serialization.save(tensors, meta, path)
+    status, _, err = run_main(["--resume", out, "--max-steps", STEPS + 2, "--no-report"], capsys)
+    assert status == 0
+    notes = [line for line in err.splitlines() if "dropout" in line]
+    assert len(notes) == 1 and "not bitwise exact" in notes[0]
