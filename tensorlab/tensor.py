@@ -27,7 +27,7 @@ _grad_enabled = True
 # Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
 backward_observers = []
 
-# The Modules whose forward is running, outermost first, as (path, class name) pairs: Module.__call__
+# The Modules whose forward is running, outermost first, as (path, class name, call number): Module.__call__
 # pushes and pops them, and each Function that records a graph keeps a copy (`.scope`), which is
 # how tensorlab.graph groups ops by the module that made them.
 module_scope = []

@@ -4,6 +4,8 @@ Assigning a Parameter or a Module to an attribute registers it, so
 `named_parameters()` can walk the tree and name every weight by its path
 ("blocks.0.attn.qkv.weight"), the same names a PyTorch twin of the model uses.
 """
+import itertools
+
 import numpy as np
 
 from tensorlab import backend
@@ -11,6 +13,7 @@ from tensorlab.nn.parameter import Parameter
 from tensorlab.tensor import module_scope
 
 _running = []  # the Modules whose forward is running, outermost first (module_scope holds their paths)
+_calls = itertools.count()  # numbers each call, so two calls of one module are two boxes in the graph
 
 
 class Module:
@@ -34,7 +37,7 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        module_scope.append((self._path(), type(self).__name__))  # tensorlab.graph groups ops by it
+        module_scope.append((self._path(), type(self).__name__, next(_calls)))  # tensorlab.graph groups by it
         _running.append(self)
         try:
             return self.forward(*args, **kwargs)
