@@ -50,7 +50,9 @@ class Module:
         if not _running:
             return ""
         parent_path, parent = module_scope[-1][0], _running[-1]
-        name = next((path for path, m in parent.named_modules() if m is self), type(self).__name__)
+        name = next((n for n, m in parent._modules.items() if m is self), None)  # most calls: a child
+        if name is None:  # deeper, as a block inside a ModuleList, or not registered at all
+            name = next((path for path, m in parent.named_modules() if m is self), type(self).__name__)
         return f"{parent_path}.{name}" if parent_path else name
 
     def forward(self, *args, **kwargs):
