@@ -481,6 +481,23 @@ def test_html_opens_at_block_depth_and_every_box_opens_on_click():
     assert "blocks.1.attn" in labels and "blocks.0" in labels and "blocks.1" not in labels
     assert "data-path=\"blocks.1\"" in block  # the path above the drawing leads back
     assert "<script>" in html
+    # open modules are framed; a frame's name goes back to the view with it closed
+    frames = re.findall(r'<g class="frame" data-path="([^"]*)"><title>([^:]*):', views["blocks.1.attn"])
+    assert frames == [("", "blocks.1"), ("blocks.1", "blocks.1.attn")]
+    assert re.findall(r'<g class="frame"', views[""]) == []
+
+
+def test_depth_leaves_a_graph_without_modules_alone_and_reaches_the_html(tmp_path):
+    _, _, loss = mlp()
+    g = tg.capture(loss)
+    assert g.to_svg(depth=1) == g.to_svg()  # no module: nothing to close, every tensor still drawn
+    with pytest.raises(ValueError, match="depth must be 1 or more"):
+        g.collapsed(0)
+    _, model_graph = four_layer_model()
+    page = open(model_graph.render(tmp_path / "m.html", depth=2)).read()
+    overview = page[page.index('data-view=""'):]
+    overview = overview[overview.index("<svg"):overview.index("</svg>") + 6]
+    assert len(svg_nodes(overview)) == len(model_graph.collapsed(2).nodes) == 34
 
 
 def test_every_graph_module_imports_alone_and_none_imports_in_a_circle():

@@ -44,6 +44,8 @@ def collapse(graph, depth=None, expanded=()):
             key, path, cls, level = box
             boxes.setdefault(key, [path, cls, [], node.scope[:level + 1]])[2].append(node.id)
             owner[node.id] = "m:" + key
+    if not boxes:  # no module deep enough to close: the graph as it is, every tensor drawn
+        return list(graph.nodes), list(graph.edges)
     producer, consumers = {}, {}
     for edge in graph.edges:
         if graph.by_id[edge.src].kind == "op":

@@ -1,9 +1,9 @@
 """An HTML page around the SVG: a summary, a legend, and, for a graph made by modules, boxes that open.
 
 A graph whose ops were made inside modules opens at depth 1 (one box per child of the
-model). The page holds one drawing per module, with that module and its parents open and
-everything else closed; clicking a box shows its drawing, and the path above the drawing
-leads back. The drawings are laid out here in Python, so the page needs no script but
+model). The page holds one drawing per module, with that module and its parents open (a
+dashed frame around each) and everything else closed; clicking a box shows its drawing,
+clicking a frame's name closes it, and the path above the drawing leads back. The drawings are laid out here in Python, so the page needs no script but
 the few lines that switch between them.
 """
 from xml.sax.saxutils import escape
@@ -33,20 +33,21 @@ document.addEventListener("click", function (event) {
 </script>"""
 
 
-def to_html(graph, trace=None, title="tensorlab graph"):
-    """A standalone HTML page; `graph` is a tensorlab.graph.view.Graph."""
+def to_html(graph, trace=None, title="tensorlab graph", depth=None):
+    """A standalone HTML page; `graph` is a tensorlab.graph.view.Graph; it opens at `depth` (default 1)."""
+    depth = depth or 1
     params = graph.params()
     elements = sum(int(np.prod(p.shape)) for p in params)
     summary = (f"{len(graph.ops())} ops, {len(graph.tensors())} tensors, "
                f"{len(params)} parameters ({elements:,} elements)")
     paths = graph.module_paths()
     if paths:
-        views = [_view(OVERVIEW, [], graph.collapsed(1), trace, hidden=False)]
+        views = [_view(OVERVIEW, [], graph.collapsed(depth), trace, depth, hidden=False)]
         parents = _parents(graph)
         for path in paths:
             crumbs = parents[path] + [path]
-            views.append(_view(path, crumbs, graph.collapsed(1, expanded=crumbs), trace))
-        views.append(_view(EVERYTHING, [EVERYTHING], graph, trace))
+            views.append(_view(path, crumbs, graph.collapsed(depth, expanded=crumbs), trace, depth))
+        views.append(_view(EVERYTHING, [EVERYTHING], graph, trace, depth))
         body = "\n".join(views) + "\n" + SWITCH
     else:
         body = f'<div class="graph">\n{to_svg(graph, trace)}</div>'
@@ -74,7 +75,7 @@ def to_html(graph, trace=None, title="tensorlab graph"):
   .arrow {{ display: inline-block; width: 1.6em; margin-right: 0.6em; text-align: center; }}
   .graph {{ overflow: auto; border: 1px solid #ddd; }}
   .crumbs {{ margin: 0.4em 0; }}
-  g.module {{ cursor: pointer; }}
+  g.module, g.frame {{ cursor: pointer; }}
 </style>
 </head>
 <body>
@@ -99,12 +100,12 @@ def _parents(graph):
     return parents
 
 
-def _view(path, crumbs, graph, trace, hidden=True):
-    """One drawing, with links back to the overview and to each open parent."""
-    links = ['<a href="#" data-path="">overview (depth 1)</a>']
+def _view(path, crumbs, graph, trace, depth, hidden=True):
+    """One drawing, with links back to the overview and to each open parent; open modules are framed."""
+    links = [f'<a href="#" data-path="">overview (depth {depth})</a>']
     links += [f'<a href="#" data-path="{escape(c)}">{escape(c)}</a>' for c in crumbs if c != EVERYTHING]
     links.append(f'<a href="#" data-path="{EVERYTHING}">everything ({len(graph.ops())} ops shown)</a>'
                  if path != EVERYTHING else "everything")
     return (f'<div class="view" data-view="{escape(path)}"{" hidden" if hidden else ""}>\n'
             f'<div class="crumbs">{" &#8250; ".join(links)}</div>\n'
-            f'<div class="graph">\n{to_svg(graph, trace)}</div>\n</div>')
+            f'<div class="graph">\n{to_svg(graph, trace, [c for c in crumbs if c != EVERYTHING])}</div>\n</div>')

@@ -11,12 +11,17 @@ from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
 from tensorlab.graph.layout import LINE_HEIGHT, PAD_Y, PORT_SPACING, layout
 
 EDGE_COLOR = "#6f6f6f"
+FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 8
 GRAD_COLOR = "#b4430e"
 LABEL_CHAR_WIDTH = 6.0 # px per character of the argument labels (font-size 10)
 
 
-def to_svg(graph, trace=None):
-    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm."""
+def to_svg(graph, trace=None, frames=()):
+    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm.
+
+    `frames`: paths of open modules ("blocks.1", "blocks.1.attn") to outline, each around its ops
+    and boxes; a click on a frame's name goes back to the view with that module closed.
+    """
     norms = graph.grad_norms(trace)
     lines = {n.id: node_lines(n, norms.get(n.id)) for n in graph.nodes}
     incoming = _incoming(graph)
@@ -30,8 +35,9 @@ def to_svg(graph, trace=None):
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto"><path d="M 0 0 L 10 5 L 0 10 z" fill="{EDGE_COLOR}"/></marker></defs>',
         f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
-        '<g class="edges">',
     ]
+    out += _frames(graph, boxes, frames)
+    out.append('<g class="edges">')
     out += _edges(graph, placed, incoming)
     out.append("</g>")
     out.append('<g class="nodes">')
@@ -40,6 +46,27 @@ def to_svg(graph, trace=None):
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _frames(graph, boxes, frames):
+    """A dashed outline, named, around the nodes of each open module; outer modules get the wider margin."""
+    out = []
+    for i, path in enumerate(frames):
+        members = [boxes[n.id] for n in graph.nodes if n.kind != "tensor" and any(p == path for p, _, _ in n.scope)]
+        if not members:
+            continue
+        pad = FRAME_PAD * (len(frames) - i)
+        left = max(1.0, min(b.x - b.w / 2 for b in members) - pad)
+        top = max(1.0, min(b.top for b in members) - pad)
+        right = max(b.x + b.w / 2 for b in members) + pad
+        bottom = max(b.bottom for b in members) + pad
+        back = frames[i - 1] if i > 0 else ""
+        out.append(f'<g class="frame" data-path="{escape(back)}"><title>{escape(path)}: click to close it</title>'
+                   f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
+                   f'rx="8" fill="{FRAME_FILL}" stroke="{FRAME_COLOR}" stroke-dasharray="5 3"/>'
+                   f'<text x="{left + 6:.1f}" y="{top + 11:.1f}" font-size="10" fill="{FRAME_COLOR}">'
+                   f'{escape(path)} &#x2715;</text></g>')
+    return out
 
 
 def _incoming(graph):

@@ -27,9 +27,9 @@ class Graph(Snapshot):
         """The graph as a self-contained SVG document (a string), all ops shown or collapsed to `depth`."""
         return svg.to_svg(self.collapsed(depth), trace)
 
-    def to_html(self, trace=None, title="tensorlab graph"):
-        """An HTML page with a legend; a graph made by modules opens at depth 1 and a click opens a box."""
-        return html.to_html(self, trace, title)
+    def to_html(self, trace=None, title="tensorlab graph", depth=None):
+        """An HTML page with a legend; a graph made by modules opens at `depth` (1) and a click opens a box."""
+        return html.to_html(self, trace, title, depth)
 
     def to_dot(self, trace=None, depth=None):
         """Graphviz DOT text."""
@@ -38,7 +38,7 @@ class Graph(Snapshot):
     def render(self, path, trace=None, depth=None):
         """Write the graph to `path`; the extension picks the format: .svg, .html, .dot/.gv, .png, .pdf.
 
-        `depth` (not for .html, which can open every box) draws module calls below it as boxes.
+        `depth` draws module calls below it as boxes (.html: the depth the page opens at).
         """
         path = str(path)
         extension = path.rsplit(".", 1)[-1].lower() if "." in path else ""
@@ -46,7 +46,7 @@ class Graph(Snapshot):
         if extension in writers:
             text = writers[extension](trace=trace, depth=depth)
         elif extension in ("html", "htm"):
-            text = self.to_html(trace=trace)
+            text = self.to_html(trace=trace, depth=depth)
         elif extension in dot.GRAPHVIZ_FORMATS:
             dot.run_dot(self.to_dot(trace, depth), path, extension)
             return path
