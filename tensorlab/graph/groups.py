@@ -12,6 +12,7 @@ In a collapsed view the intermediate tensors become plain arrows (their shape sh
 hover, a named tensor such as q, k or v labels its arrow), so a 4-layer model reads as
 embedding, four blocks, norm, head, loss.
 """
+import math
 from dataclasses import replace
 
 from tensorlab.graph.snapshot import Edge, Node
@@ -83,9 +84,9 @@ def collapse(graph, depth=None, expanded=()):
             add(owner.get(src.id, src.id), owner.get(dst.id, dst.id), "" if into_box else edge.slot)
 
     nodes, placed = [], set()
-    calls = {}
-    for path, _, _, _ in boxes.values():
-        calls[path] = calls.get(path, 0) + 1
+    calls = {}  # path -> the keys of its boxes, in call order: a module called twice is "(call 1)", "(call 2)"
+    for key in sorted(boxes, key=lambda k: int(k.rsplit("#", 1)[1])):
+        calls.setdefault(boxes[key][0], []).append("m:" + key)
     for node in graph.nodes:
         if node.id in hidden or node.id in elided:
             continue
@@ -102,19 +103,13 @@ def collapse(graph, depth=None, expanded=()):
 def _module_node(graph, node_id, path, cls, members, scope, calls):
     ops = [m for m in members if graph.by_id[m].kind == "op"]
     params = [graph.by_id[m] for m in members if graph.by_id[m].role == "param"]
-    elements = sum(_size(p.shape) for p in params)
-    label = path if calls[path] == 1 else f"{path} (call {node_id.rsplit('#', 1)[1]})"
+    elements = sum(math.prod(p.shape) for p in params)
+    label = path if len(calls[path]) == 1 else f"{path} (call {calls[path].index(node_id) + 1})"
     doc = (f"{len(ops)} ops, {len(params)} parameters ({elements:,} numbers) inside; "
            f"in the HTML view, click to open it")
-    return Node(node_id, "module", "module", label=label, settings=f"{cls}, {len(ops)} op{'s' if len(ops) != 1 else ''}", doc=doc,
-                members=tuple(members), device=graph.by_id[ops[0]].device, scope=scope)
-
-
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    settings = f"{cls}, {len(ops)} op" + ("s" if len(ops) != 1 else "")
+    return Node(node_id, "module", "module", label=label, settings=settings, doc=doc, members=tuple(members),
+                device=graph.by_id[ops[0]].device, scope=scope)
 
 
 def _set_depths(nodes, edges):
