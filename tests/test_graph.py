@@ -10,6 +10,7 @@ import pytest
 import tensorlab as tl
 import tensorlab.functional as F
 import tensorlab.graph as tg
+import tensorlab.graph.svg
 from tensorlab.graph import dot as dot_module
 from tensorlab.tensor import backward_observers, topological_order
 
@@ -537,3 +538,25 @@ def test_graph_modules_import_in_any_order_and_in_no_circle():
             "        del sys.modules[loaded]\n"
             "    importlib.import_module('tensorlab.graph.' + name)\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=Path(tl.__file__).parent.parent)
+
+
+def test_frames_stay_inside_the_picture_and_around_their_modules_ops():
+    _, g = four_layer_model()
+    view = g.collapsed(1, expanded=["blocks.2", "blocks.2.ffn"])
+    root = ET.fromstring(tg.svg.to_svg(view, frames=["blocks.2", "blocks.2.ffn"]))
+    width, height = float(root.get("width")), float(root.get("height"))
+    frames = {g_.find(SVG + "title").text.split(":")[0]: [float(g_.find(SVG + "rect").get(k))
+                                                        for k in ("x", "y", "width", "height")]
+              for g_ in root.iter(SVG + "g") if g_.get("class") == "frame"}
+    assert sorted(frames) == ["blocks.2", "blocks.2.ffn"]
+    boxes = {g_.get("id"): [float(g_.find(SVG + "rect").get(k)) for k in ("x", "y", "width", "height")]
+             for g_ in root.iter(SVG + "g") if "node" in g_.get("class", "").split()}
+    for path, (fx, fy, fw, fh) in frames.items():
+        assert 0 <= fx and fx + fw <= width and 0 <= fy and fy + fh <= height
+        inside = [n for n in view.nodes if n.kind != "tensor" and path in [p for p, _, _ in n.scope]]
+        assert inside
+        for n in inside:
+            x, y, w, h = boxes[n.id]
+            assert fx <= x and x + w <= fx + fw and fy <= y and y + h <= fy + fh, (path, n.label)
+    gelu = next(n for n in view.ops() if n.label == "Gelu")
+    assert [p for p, _, _ in gelu.scope] == ["", "blocks.2", "blocks.2.ffn"]

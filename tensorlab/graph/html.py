@@ -42,12 +42,13 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
                f"{len(params)} parameters ({elements:,} elements)")
     paths = graph.module_paths()
     if paths:
-        views = [_view(OVERVIEW, [], graph.collapsed(depth), trace, depth, hidden=False)]
+        every = len(graph.ops())
+        views = [_view(OVERVIEW, [], graph.collapsed(depth), trace, depth, every, hidden=False)]
         parents = _parents(graph)
         for path in paths:
             crumbs = parents[path] + [path]
-            views.append(_view(path, crumbs, graph.collapsed(depth, expanded=crumbs), trace, depth))
-        views.append(_view(EVERYTHING, [EVERYTHING], graph, trace, depth))
+            views.append(_view(path, crumbs, graph.collapsed(depth, expanded=crumbs), trace, depth, every))
+        views.append(_view(EVERYTHING, [EVERYTHING], graph, trace, depth, every))
         body = "\n".join(views) + "\n" + SWITCH
     else:
         body = f'<div class="graph">\n{to_svg(graph, trace)}</div>'
@@ -100,12 +101,12 @@ def _parents(graph):
     return parents
 
 
-def _view(path, crumbs, graph, trace, depth, hidden=True):
+def _view(path, crumbs, graph, trace, depth, every, hidden=True):
     """One drawing, with links back to the overview and to each open parent; open modules are framed."""
     links = [f'<a href="#" data-path="">overview (depth {depth})</a>']
     links += [f'<a href="#" data-path="{escape(c)}">{escape(c)}</a>' for c in crumbs if c != EVERYTHING]
-    links.append(f'<a href="#" data-path="{EVERYTHING}">everything ({len(graph.ops())} ops shown)</a>'
-                 if path != EVERYTHING else "everything")
+    links.append(f'<a href="#" data-path="{EVERYTHING}">everything (all {every} ops)</a>'
+                 if path != EVERYTHING else f"everything (all {every} ops)")
     return (f'<div class="view" data-view="{escape(path)}"{" hidden" if hidden else ""}>\n'
             f'<div class="crumbs">{" &#8250; ".join(links)}</div>\n'
             f'<div class="graph">\n{to_svg(graph, trace, [c for c in crumbs if c != EVERYTHING])}</div>\n</div>')

@@ -11,7 +11,7 @@ from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
 from tensorlab.graph.layout import LINE_HEIGHT, PAD_Y, PORT_SPACING, layout
 
 EDGE_COLOR = "#6f6f6f"
-FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 8
+FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 14  # pad: room for the frame's name
 GRAD_COLOR = "#b4430e"
 LABEL_CHAR_WIDTH = 6.0 # px per character of the argument labels (font-size 10)
 
@@ -36,7 +36,7 @@ def to_svg(graph, trace=None, frames=()):
         f'orient="auto"><path d="M 0 0 L 10 5 L 0 10 z" fill="{EDGE_COLOR}"/></marker></defs>',
         f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
     ]
-    out += _frames(graph, boxes, frames)
+    out += _frames(graph, boxes, frames, width, height)
     out.append('<g class="edges">')
     out += _edges(graph, placed, incoming)
     out.append("</g>")
@@ -48,7 +48,7 @@ def to_svg(graph, trace=None, frames=()):
     return "\n".join(out) + "\n"
 
 
-def _frames(graph, boxes, frames):
+def _frames(graph, boxes, frames, width, height):
     """A dashed outline, named, around the nodes of each open module; outer modules get the wider margin."""
     out = []
     for i, path in enumerate(frames):
@@ -58,13 +58,13 @@ def _frames(graph, boxes, frames):
         pad = FRAME_PAD * (len(frames) - i)
         left = max(1.0, min(b.x - b.w / 2 for b in members) - pad)
         top = max(1.0, min(b.top for b in members) - pad)
-        right = max(b.x + b.w / 2 for b in members) + pad
-        bottom = max(b.bottom for b in members) + pad
+        right = min(width - 1.0, max(b.x + b.w / 2 for b in members) + pad)
+        bottom = min(height - 1.0, max(b.bottom for b in members) + pad)
         back = frames[i - 1] if i > 0 else ""
         out.append(f'<g class="frame" data-path="{escape(back)}"><title>{escape(path)}: click to close it</title>'
                    f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
                    f'rx="8" fill="{FRAME_FILL}" stroke="{FRAME_COLOR}" stroke-dasharray="5 3"/>'
-                   f'<text x="{left + 6:.1f}" y="{top + 11:.1f}" font-size="10" fill="{FRAME_COLOR}">'
+                   f'<text x="{left + 6:.1f}" y="{top + 10:.1f}" font-size="10" fill="{FRAME_COLOR}">'
                    f'{escape(path)} &#x2715;</text></g>')
     return out
 
