@@ -86,10 +86,10 @@ def notebook_of(page, out_dir):
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.metadata["language_info"] = {"name": "python"}
-    source = Path(page).relative_to(DOCS.parent).as_posix()
+    source, link = Path(page).relative_to(DOCS.parent).as_posix(), Path(os.path.relpath(page, out_dir)).as_posix()
     notebook.cells.append(nbformat.v4.new_markdown_cell(
-        f"*Made from [{source}]({Path(os.path.relpath(page, out_dir)).as_posix()}) by `python docs/make_notebooks.py`: edit the page, "
-        f"not this notebook. Run it from a checkout installed with `pip install -e .`.*"))
+        f"*Made from [{source}]({link}) by `python docs/make_notebooks.py`: edit the page, not this notebook. "
+        f"Run it from a checkout installed with `pip install -e .`.*"))
     for kind, text, printed in cells_of(Path(page).read_text(encoding="utf-8")):
         if kind == "code":
             cell = nbformat.v4.new_code_cell(text)

@@ -519,7 +519,7 @@ def test_graph_modules_import_in_any_order_and_in_no_circle():
             elif isinstance(node, ast.Import):
                 found |= {a.name.rsplit(".", 1)[-1] for a in node.names if a.name.startswith("tensorlab.graph.")}
         imports[name] = found & set(modules)
-    order, state = [], {}
+    state = {}
 
     def visit(name, path):
         assert state.get(name) != "open", "import circle: " + " -> ".join(path + [name])

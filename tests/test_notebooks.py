@@ -98,7 +98,8 @@ def test_the_command_builds_them_and_git_ignores_the_default_folder(tmp_path):
 def test_only_the_blocks_test_docs_runs_become_code_cells(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# Title\n\n```python\nx = 1\nprint(x)\n```\n\n```output\n1\n```\n\n"
-                    "```python no-run\nimport cupy\n```\n\nText.\n\n```output\nnot an output of the block above\n```\n\n"
+                    "```python no-run\nimport cupy\n```\n\nText.\n\n"
+                    "```output\nnot an output of the block above\n```\n\n"
                     "1. In a list:\n\n   ```python\n   print(2)\n   ```\n\n```bash\nls\n```\n")
     cells = load_tool().cells_of(page.read_text())
     assert [(kind, printed) for kind, _, printed in cells] == [

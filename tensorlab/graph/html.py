@@ -3,8 +3,9 @@
 A graph whose ops were made inside modules opens at depth 1 (one box per child of the
 model). The page holds one drawing per module, with that module and its parents open (a
 dashed frame around each) and everything else closed; clicking a box shows its drawing,
-clicking a frame's name closes it, and the path above the drawing leads back. The drawings are laid out here in Python, so the page needs no script but
-the few lines that switch between them.
+clicking a frame's name closes it, and the path above the drawing leads back. The drawings
+are laid out here in Python, so the page needs no script but the few lines that switch
+between them.
 """
 from xml.sax.saxutils import escape
 
