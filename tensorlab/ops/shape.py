@@ -53,6 +53,7 @@ class GetItem(Function):
 
     def forward(self, x):
         self.index = _index_on_device(self.index, x)
+        _check_integer_arrays_in_bounds(self.index, x.shape)
         self.x_shape = x.shape
         try:
             return x[self.index]
@@ -80,6 +81,25 @@ def _index_on_device(index, x):
                                                    if hasattr(part, "dtype") else part)
         moved.append(part)
     return tuple(moved) if isinstance(index, tuple) else moved[0]
+
+
+def _check_integer_arrays_in_bounds(index, shape):
+    """Raise for an integer-array index outside [-n, n): NumPy would, but CuPy wraps it silently (i % n)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    width = [0 if p is None or p is Ellipsis else p.ndim if getattr(p, "dtype", None) == bool else 1
+             for p in parts]
+    axis = 0
+    for i, part in enumerate(parts):
+        if part is Ellipsis:
+            axis = len(shape) - sum(width[i + 1:])
+            continue
+        if hasattr(part, "dtype") and part.dtype.kind in "iu" and part.size and axis < len(shape):
+            n, low, high = shape[axis], int(part.min()), int(part.max())
+            if low < -n or high >= n:
+                bad = low if low < -n else high
+                raise IndexError(f"getitem: index {bad} is out of bounds for axis {axis} of size {n} "
+                                 f"(x has shape {shape}); indices must be in [-{n}, {n - 1}]")
+        axis += width[i]
 
 
 class Concatenate(Function):
