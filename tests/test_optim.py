@@ -13,7 +13,7 @@ import torch
 
 from tensorlab.backend import array_module, to_device
 from tensorlab.nn import Parameter
-from tensorlab.optim import (SGD, AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm,
+from tensorlab.optim import (SGD, AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, clip_grad_norm_,
                              weight_decay_groups)
 
 SHAPES = [(4, 3), (5,), (2, 3, 2), (16, 8)]
@@ -249,7 +249,9 @@ def test_clip_grad_norm_matches_torch(dtype, max_norm, backend):
     twins = torch_twins(params)
     for p, twin, g in zip(params, twins, grads):
         p.grad, twin.grad = backend.xp.asarray(g.copy()), torch.tensor(g.copy())
-    total = clip_grad_norm(params, max_norm)
+    keep = [p.grad for p in params]
+    total = clip_grad_norm_(params, max_norm)
+    assert all(p.grad is g for p, g in zip(params, keep))          # in place, as the underscore says
     expected = torch.nn.utils.clip_grad_norm_(twins, max_norm)
     assert isinstance(total, float)
     assert abs(total - expected.item()) <= TOL[dtype] * expected.item()
@@ -266,8 +268,12 @@ def test_clip_grad_norm_matches_torch(dtype, max_norm, backend):
 def test_clip_grad_norm_skips_missing_grads():
     params = make_params(np.float64)
     params[0].grad = np.full(SHAPES[0], 2.0)  # 12 elements: norm sqrt(48)
-    assert clip_grad_norm(params, 1.0) == pytest.approx(math.sqrt(48), rel=1e-12)
+    assert clip_grad_norm_(params, 1.0) == pytest.approx(math.sqrt(48), rel=1e-12)
     assert all(p.grad is None for p in params[1:])
+
+
+def test_clip_grad_norm_is_an_alias_of_clip_grad_norm_():
+    assert clip_grad_norm is clip_grad_norm_
 
 
 # ----- schedules ---------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class LayerNorm(Module):
 class Dropout(Module):
     """Zeroes elements with probability p while training; the identity in eval mode."""
 
-    def __init__(self, p=0.1):
+    def __init__(self, p=0.5):
         super().__init__()
         self.p = p
 

@@ -134,26 +134,19 @@ class Stack(Function):
 
 
 class Split(Function):
-    """Split along an axis into pieces of the given sizes (a list) or into n equal pieces (an int)."""
+    """Split along an axis into consecutive pieces of the given sizes (a list that adds up to the axis length)."""
 
-    def __init__(self, sizes_or_sections, axis=0):
-        self.sizes_or_sections, self.axis = sizes_or_sections, axis
+    def __init__(self, sizes, axis=0):
+        self.sizes, self.axis = list(sizes), axis
 
     def forward(self, x):
         axis = normalize_axis("split", self.axis, x.ndim)
-        length, request = x.shape[axis], self.sizes_or_sections
-        if isinstance(request, int):
-            if request <= 0 or length % request:
-                raise ValueError(f"split: axis {axis} of shape {x.shape} has length {length}, "
-                                 f"which does not split into {request} equal pieces")
-            sizes = [length // request] * request
-        else:
-            sizes = list(request)
-            if sum(sizes) != length or min(sizes, default=0) < 0:
-                raise ValueError(f"split: sizes {sizes} must be non-negative and add up to {length}, "
-                                 f"the length of axis {axis} of shape {x.shape}")
+        length = x.shape[axis]
+        if sum(self.sizes) != length or min(self.sizes, default=0) < 0:
+            raise ValueError(f"split: sizes {self.sizes} must be non-negative and add up to {length}, "
+                             f"the length of axis {axis} of shape {x.shape}")
         self.axis = axis
-        return tuple(_split_at(x, sizes, axis))
+        return tuple(_split_at(x, self.sizes, axis))
 
     def backward(self, *gys):
         # y_k = k-th slice of x  =>  gx = [gy_1 | gy_2 | ...] along the axis
