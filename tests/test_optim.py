@@ -18,7 +18,9 @@ from tensorlab.optim import (SGD, AdamW, ReduceLROnPlateau, WarmupCosine, clip_g
 
 SHAPES = [(4, 3), (5,), (2, 3, 2), (16, 8)]
 STEPS = 20
-TOL = {np.float64: 1e-10, np.float32: 1e-5}
+# worst error measured over every comparison in this file (assert_same's measure): float64 8.9e-16,
+# float32 3.6e-07; each tolerance within 100x of that
+TOL = {np.float64: 5e-14, np.float32: 1e-5}
 
 
 def make_params(dtype, seed=0, xp=np):
