@@ -89,7 +89,7 @@ def notebook_of(page, out_dir):
     source, link = Path(page).relative_to(DOCS.parent).as_posix(), Path(os.path.relpath(page, out_dir)).as_posix()
     notebook.cells.append(nbformat.v4.new_markdown_cell(
         f"*Made from [{source}]({link}) by `python docs/make_notebooks.py`: edit the page, not this notebook. "
-        f"Run it from a checkout installed with `pip install -e .`.*"))
+        f"Start Jupyter from the checkout with `PYTHONPATH=$PWD` (some pages import models/).*"))
     for kind, text, printed in cells_of(Path(page).read_text(encoding="utf-8")):
         if kind == "code":
             cell = nbformat.v4.new_code_cell(text)
