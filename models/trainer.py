@@ -28,7 +28,7 @@ from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ra
 from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab import random as tl_random
-from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, weight_decay_groups
+from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
 from tensorlab.serialization import write_atomically
 
 
@@ -119,7 +119,7 @@ class Trainer:
         self.optimizer.zero_grad()
         loss.backward()
         layer_norms = grad_norms(self.groups) if logged else None
-        grad_norm = clip_grad_norm(self.model.parameters(), cfg.grad_clip or math.inf)
+        grad_norm = clip_grad_norm_(self.model.parameters(), cfg.grad_clip or math.inf)
         loss_value, grad_norm = float(loss.item()), float(grad_norm)
         check_finite(step, cfg, training_loss=loss_value, gradient_norm=grad_norm)
         before = copy_weights(self.groups) if logged else None
