@@ -386,13 +386,13 @@ def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consisten
 
     monkeypatch.setattr(models.trainer, "save_checkpoint", ctrl_c_inside_best_at_20)
     out = tmp_path / "run"
-    status, _, _ = run_main(tiny_args(corpus, out), capsys)
+    status, _, _ = run_main(tiny_args(corpus, out, "--no-report"), capsys)
     assert status == 130
     latest, best = read_checkpoint(out / "checkpoints" / "latest"), read_checkpoint(out / "checkpoints" / "best")
     assert best["step"] == latest["progress"]["best_step"] == 10            # progress names the best that exists
     assert best["val_loss"] == latest["progress"]["best_val_loss"]
     monkeypatch.undo()
-    assert run_main(["--resume", out], capsys)[0] == 0                       # redoes step 20's evaluation
+    assert run_main(["--resume", out, "--no-report"], capsys)[0] == 0       # redoes step 20's evaluation
     a, b = read_checkpoint(out / "checkpoints" / "best"), read_checkpoint(run_dir / "checkpoints" / "best")
     assert a["step"] == b["step"] and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
     assert without_timing(read_metrics(out)) == without_timing(read_metrics(run_dir))
