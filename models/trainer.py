@@ -90,10 +90,7 @@ class Trainer:
         """
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        if state.get("schedule"):
-            self.schedule.load_state_dict(state["schedule"])
-        if self.plateau and state.get("plateau"):
-            self.plateau.load_state_dict(state["plateau"])
+        self._restore_schedules(state)
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
         self.progress = dict(new_progress(None), **state["progress"])
@@ -101,6 +98,22 @@ class Trainer:
         self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
         return not self.tensorlab_rng.get("gpu_used", False)
+
+    def _restore_schedules(self, state):
+        if "schedule" in state:
+            self.schedule.load_state_dict(state["schedule"])
+            if self.plateau:
+                self.plateau.load_state_dict(state["plateau"])
+            return
+        # a checkpoint of the old .npz format: the cosine's position is the step, the plateau's state is in progress
+        step, old_plateau = state["progress"]["step"], state["progress"].get("plateau") or {}
+        for group in self.optimizer.param_groups:
+            group["initial_lr"] = self.cfg.lr
+        self.schedule.last_step = step
+        if self.plateau is None or step <= self.cfg.warmup_steps:
+            self.schedule.apply(self.optimizer, step)
+        if self.plateau:
+            vars(self.plateau).update({k: v for k, v in old_plateau.items() if k in self.plateau.state_dict()})
 
     def elapsed(self):
         """Seconds of this run so far, over every resume."""
