@@ -399,14 +399,19 @@ def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consisten
 
 
 def test_per_layer_statistics_are_computed_only_for_logged_steps(corpus, tmp_path, capsys, monkeypatch):
+    """Host transfers: a step between evaluations fetches the loss alone (.item()) and no per-layer statistics."""
     import models.trainer
-    calls = []
-    real = models.trainer.grad_norms
-    monkeypatch.setattr(models.trainer, "grad_norms", lambda groups: (calls.append(1), real(groups))[1])
-    steps = []
-    status, _, _ = run_main(tiny_args(corpus, tmp_path / "run", "--no-report"), capsys, on_step=steps.append)
-    assert status == 0 and len(steps) == STEPS
+    calls, items = [], []
+    real_norms, real_item = models.trainer.grad_norms, tensorlab.Tensor.item
+    monkeypatch.setattr(models.trainer, "grad_norms", lambda groups: (calls.append(1), real_norms(groups))[1])
+    monkeypatch.setattr(tensorlab.Tensor, "item", lambda self: (items.append(1), real_item(self))[1])
+    after_step = []
+    status, _, _ = run_main(tiny_args(corpus, tmp_path / "run", "--no-report"), capsys,
+                            on_step=lambda step: after_step.append(len(items)))
+    assert status == 0 and len(after_step) == STEPS
     assert len(calls) == 3  # the steps shown by the rows of steps 10, 20 and 24 (the last)
+    fetches = np.diff(after_step)  # .item() calls from one step's end to the next's: step s+1, and eval at s if due
+    assert all(n == 1 for s, n in enumerate(fetches, start=1) if s % 10), fetches
 
 
 def test_an_interrupted_sweep_continues_and_skips_finished_configs(corpus, tmp_path, capsys):
