@@ -9,16 +9,21 @@
 
 Every field of models/train_config.py is a flag (d_model -> --d-model); flags override --config.
 --max-steps and --max-minutes both bound a run, whichever comes first (0 turns one off; the
-default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step.
+default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step; a
+killed run continues with --resume (or, killed before its first checkpoint, with --out again),
+bitwise as if never stopped. A NaN or infinite loss stops the run with one line (exit status 3).
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
-checkpoints/ (latest, best and a few model snapshots) and figures/.
+checkpoints/ (latest, best and a few model snapshots, .safetensors) and figures/. The training
+loop itself is models/trainer.py; this file is the command line.
 
 The learning rate warms up linearly for warmup_steps, then follows a cosine down to min_lr
 that ends at the horizon: max_steps, or, when max_minutes ends the run first, the number of
 steps that fit in the time at the average speed so far. That estimate is renewed every step,
 so on a machine whose speed changes the cosine still reaches min_lr when time runs out (on a
-steady machine it is the cosine of the elapsed fraction of time). Runs bounded by --max-steps
-alone are exactly repeatable from the seed; time-bounded ones depend on the machine's speed.
+steady machine it is the cosine of the elapsed fraction of time); the horizon is part of the
+schedule's saved state. Runs bounded by --max-steps alone are exactly repeatable from the seed;
+time-bounded ones depend on the machine's speed. With --schedule plateau the lr warms up, then
+halves (plateau_factor) whenever the validation loss stalls; constant warms up and stays.
 """
 import argparse
 import math
