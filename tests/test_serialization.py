@@ -61,6 +61,10 @@ def test_a_checkpoint_loads_into_the_pytorch_twin_with_safetensors_torch(tmp_pat
     assert all(k.startswith("optimizer/") for k in result.unexpected_keys) and result.unexpected_keys
     logits = twin(torch.from_numpy(x))[0].detach().numpy()
     np.testing.assert_allclose(logits, model(x)[0].numpy(), rtol=0, atol=1e-12)  # achieved: ~1e-15
+    save_checkpoint(tmp_path / "best", {"model": model.state_dict(), "model_config": model.config.to_dict(), "step": 1})
+    strict = TorchTinyLM(model.config).to(torch.float64)
+    strict.load_state_dict(safetensors.torch.load_file(tmp_path / "best.safetensors"))  # best: the weights alone
+    assert all(torch.equal(strict.state_dict()[k], twin.state_dict()[k]) for k in twin.state_dict())
 
 
 def test_a_changed_byte_or_a_truncated_file_is_reported_with_its_name(tmp_path):
