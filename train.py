@@ -47,7 +47,7 @@ from models.data import split_tokens
 from models.evaluate import evaluate
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
-from models.trainer import NonFiniteError, Trainer, read_metrics
+from models.trainer import NonFiniteError, Trainer
 from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab.serialization import CheckpointError, remove_temporary_files, write_atomically

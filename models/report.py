@@ -9,10 +9,10 @@ import numpy as np
 
 from models import plots
 from models.checkpoint import load_checkpoint
-from tensorlab.serialization import write_atomically
 from models.evaluate import device_of
 from models.transformer import TinyTransformerLM, inference
 from tensorlab import backend
+from tensorlab.serialization import write_atomically
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
 SAMPLE_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "To be, or not to be,")

@@ -15,13 +15,13 @@ import pytest
 
 import tensorlab
 import train
+from models.checkpoint import read_checkpoint
 from models.config import ModelConfig
 from models.evaluate import evaluate
 from models.tokenizer import BPETokenizer
 from models.train_config import TrainConfig
-from models.transformer import TinyTransformerLM
-from models.checkpoint import read_checkpoint
 from models.trainer import horizon
+from models.transformer import TinyTransformerLM
 from tensorlab import serialization
 from tensorlab.optim import AdamW, WarmupCosine
 
