@@ -8,17 +8,21 @@ planted mistake is a reference solution with one line changed, written to tmp_pa
 fails loudly if that line is no longer there.
 """
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tensorlab.exercises import EXERCISES
+from tensorlab.exercises import EXERCISES, diagnose
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tensorlab" / "exercises"
+SOLUTIONS = ROOT / "teachers" / "solutions"  # in the checkout only: not part of the installed package
 NAMES = [exercise.name for exercise in EXERCISES]
 REQUIRED = ["mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
             "causal_attention", "adamw"]
@@ -31,17 +35,19 @@ def run(capsys, *argv):
     return code, captured.out + captured.err
 
 
-def plant(tmp_path, name, old, new):
-    """The reference solution of `name` with `old` replaced by `new`, as a file in tmp_path."""
-    source = (PACKAGE / "solutions" / f"{name}.py").read_text()
-    assert old in source, f"solutions/{name}.py no longer contains {old!r}"
+def plant(tmp_path, name, old, new, *more):
+    """The reference solution of `name` with `old` replaced by `new` (and each further pair), in tmp_path."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    for old, new in [(old, new)] + list(zip(more[::2], more[1::2])):
+        assert old in source, f"teachers/solutions/{name}.py no longer contains {old!r}"
+        source = source.replace(old, new)
     path = tmp_path / f"my_{name}.py"
-    path.write_text(source.replace(old, new))
+    path.write_text(source)
     return path
 
 
-def check_planted(capsys, tmp_path, name, old, new):
-    code, out = run(capsys, "check", name, plant(tmp_path, name, old, new))
+def check_planted(capsys, tmp_path, name, old, new, *more):
+    code, out = run(capsys, "check", name, plant(tmp_path, name, old, new, *more))
     assert code == 1, out
     return out
 
@@ -51,7 +57,8 @@ def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
     assert set(REQUIRED) <= set(NAMES)
     for name in NAMES:
         assert (PACKAGE / "stubs" / f"{name}.py").is_file()
-        assert (PACKAGE / "solutions" / f"{name}.py").is_file()
+        assert (SOLUTIONS / f"{name}.py").is_file()
+    assert not (PACKAGE / "solutions").exists()
 
 
 def test_the_exercises_work_as_a_module_without_the_solutions_folder(tmp_path):
@@ -81,7 +88,7 @@ def test_the_stub_fails_and_says_what_to_write(capsys, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_solution_passes(capsys, name):
-    code, out = run(capsys, "check", name, PACKAGE / "solutions" / f"{name}.py")
+    code, out = run(capsys, "check", name, SOLUTIONS / f"{name}.py")
     assert code == 0, out
     assert out.rstrip().splitlines()[-1].startswith("PASSED")
 
@@ -123,9 +130,9 @@ def test_a_cross_entropy_without_its_mean_is_off_by_the_row_count(capsys, tmp_pa
     assert "Your gradient is 4 times the right one: off by the axis length 4 (axis 0 of 'logits')" in out
 
 
-def test_a_missing_attention_scale_is_named_as_a_square_root(capsys, tmp_path):
+def test_a_missing_attention_scale_is_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k")
-    assert "off by sqrt(5) = 2.236, the square root of the axis length 5 (axis 3 of 'q')" in out
+    assert "'q': The 1/sqrt(D) scale of the scores is missing" in out
     assert "Your gv is right" in out
     assert "input 'k'" not in out.split("gradcheck's report")[0]  # only q is wrong
 
@@ -138,7 +145,7 @@ def test_a_zero_gradient_is_named(capsys, tmp_path):
 
 
 def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "mul", "sum_to(gy * self.a, self.b.shape)", "gy * self.a")
+    out = check_planted(capsys, tmp_path, "mul", "unbroadcast(gy * self.a, self.b.shape)", "gy * self.a")
     assert "case 1/3  Mul: a (3, 4), b (3, 4): ok" in out
     assert "input 'b' has shape (4,), but your gradient for it has shape (3, 4) (the output's shape)" in out
     assert "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,):  gb = gb.sum(axis=0)" in out
@@ -159,17 +166,15 @@ def test_a_backward_that_ignores_gy_is_named(capsys, tmp_path):
 
 def test_swapped_gradients_are_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "mul",
-                        "return sum_to(gy * self.b, self.a.shape), sum_to(gy * self.a, self.b.shape)",
-                        "return sum_to(gy * self.a, self.a.shape), sum_to(gy * self.b, self.b.shape)")
+                        "return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)",
+                        "return unbroadcast(gy * self.a, self.a.shape), unbroadcast(gy * self.b, self.b.shape)")
     assert "Your gradient for 'a' is the right gradient for 'b': the two are swapped." in out
 
 
 def test_some_elements_wrong_are_listed_and_repeated_embedding_ids_recognised(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "embedding", "np.add.at(gw, self.ids, gy)", "gw[self.ids] += gy")
     assert "input 'weight' (shape (6, 4)): 8 of 24 elements are wrong." in out
-    assert "The wrong elements fill rows [1, 3] of 'weight' entirely" in out
-    assert "Wrong elements: (1, 0), (1, 1), (1, 2), (1, 3), (3, 0)" in out
-    assert "exactly ids that appear more than once" in out and "np.add.at" in out
+    assert "'weight': Repeated ids overwrite each other" in out and "np.add.at" in out
 
 
 def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
@@ -180,14 +185,180 @@ def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
 def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)",
                         "(gy * self.y).sum(axis=-1, keepdims=True)")
-    assert "case 1/3  Softmax: x (3, 5), axis=-1: ok" in out
-    assert "your backward passes with (axis=-1), but not with (axis=0), (axis=1)" in out
+    assert "case 1/4  Softmax: x (3, 5), axis=-1: ok" in out
+    assert "your backward passes with axis=-1, but not with axis=0, axis=1. Does it use self.axis" in out
 
 
 def test_the_report_table_is_printed(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", "return gy * self.x")
     assert "gradcheck FAILED: the gradient of 1 of 1 inputs is wrong" in out
     assert "analytic (yours)" in out and "numeric (expected)" in out
+
+
+# ----- one planted mistake per slip, written as a student would, and the words that name it -------------------
+SOFTMAX_RETURN = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
+RMS_GX = "gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))"
+RECOMPUTED_R = ("x = self.xhat / self.r\n        ms = (x * x).mean(axis=-1, keepdims=True)\n        r = {r}\n"
+                "        xhat = x * r\n        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))")
+ATTENTION_GS = "gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))"
+
+SLIPS = [
+    # softmax
+    ("softmax", [SOFTMAX_RETURN, "return gy * self.y * (1 - self.y)"], "You used y(1 - y)"),
+    ("softmax", [SOFTMAX_RETURN, "return self.y * gy"], "The row-sum term is missing"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("(gy - ", "(gy + ")], "The row-sum term has the wrong sign"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", "")],
+     "Your row sum lost its axis (no keepdims=True)"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("axis=self.axis", "axis=-1")],
+     "Your row sum runs along axis 1, but this softmax was taken along axis 0"),
+    # cross-entropy
+    ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "gx -= 1"], "You subtracted 1 from every element"),
+    ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "pass"], "The one-hot term is missing"),
+    # RMSNorm
+    ("rms_norm", [RMS_GX, "gx = self.r * g"], "You treated the normaliser r = 1/sqrt(mean(x^2) + eps) as a constant"),
+    ("rms_norm", [RMS_GX, RMS_GX.replace("(g - ", "(g + ")],
+     "The term that comes through the normaliser has the wrong sign"),
+    ("rms_norm", [RMS_GX, RMS_GX.replace(".mean(", ".sum(")], "is C times too large"),
+    ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / np.sqrt(ms)")], "Your gradient is right for eps = 0"),
+    ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)")],
+     "Your normaliser has eps outside the square root"),
+    ("rms_norm", ["(gy * self.xhat).reshape", "(gy * self.xhat / self.r).reshape"],
+     "gweight uses x where the normalised xhat = x * r belongs"),
+    # matmul: operand order and transposes, hidden by the square case
+    ("matmul", ["return gy @ self.b.T,", "return gy @ self.b,"], "In ga you multiply gy by b where its transpose"),
+    ("matmul", ["return gy @ self.b.T,", "return self.b.T @ gy,"], "In ga the factors are in the wrong order"),
+    ("matmul", ["self.a.T @ gy", "self.a @ gy"], "In gb you multiply a by gy where a's transpose belongs"),
+    ("matmul", ["self.a.T @ gy", "gy @ self.a.T"], "In gb the factors are in the wrong order"),
+    # the chain rule's local derivative
+    ("exp_log", ["return gy / self.x", "return gy * self.x"], "You multiplied by x where the derivative of log"),
+    ("exp_log", ["return gy / self.x", "return gy / self.x ** 2"], "You divided by x^2"),
+    # embedding
+    ("embedding", ["np.add.at(gw, self.ids, gy)", "gw[self.ids] = gy"], "Repeated ids overwrite each other"),
+    # attention: the scale, the transposes, the softmax step
+    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k / self.scale",
+                          "@ self.q * self.scale", "@ self.q / self.scale"],
+     "You multiplied by sqrt(D) where the forward divides by it"),
+    ("causal_attention", ["gs.swapaxes(-1, -2) @ self.q", "gs @ self.q"], "In gk, gS is not transposed"),
+    ("causal_attention", ["gv = p.swapaxes(-1, -2) @ gy", "gv = p @ gy"], "In gv, P is not transposed"),
+    ("causal_attention", [ATTENTION_GS, "gs = p * (1 - p) * gp"], "In the softmax step you used P(1 - P)"),
+    ("causal_attention", [ATTENTION_GS, "gs = p * gp"], "In the softmax step the row-sum term is missing"),
+    ("causal_attention", [ATTENTION_GS, ATTENTION_GS.replace("(gp - ", "(gp + ")],
+     "In the softmax step the row-sum term has the wrong sign"),
+    ("causal_attention", ["p = self.p\n", "s = self.q @ self.k.swapaxes(-1, -2) * self.scale\n"
+                          "        e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                          "        p = e / e.sum(axis=-1, keepdims=True)\n"],
+     "Gradient leaks to future positions: changing gy at position 0 (the first query) changes your gk at "
+     "positions [1, 2] and your gv at positions [1, 2]"),
+]
+
+
+@pytest.mark.parametrize("name, edits, expected", SLIPS, ids=[f"{n}-{e[:30]}" for n, _, e in SLIPS])
+def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits, expected):
+    out = check_planted(capsys, tmp_path, name, *edits)
+    assert expected in out, out
+    assert diagnose.FALLBACK not in out  # a named slip, not the generic advice
+
+
+def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
+    """eps inside vs outside the square root: invisible on unit rows, plain on the tiny rows and eps=0.5."""
+    out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)"))
+    assert "case 1/4  RMSNorm: x (3, 5), weight (5,), eps=1e-05: ok" in out
+    assert "case 3/4  RMSNorm: x (3, 6), weight (6,), eps=1e-05: FAILED" in out
+    assert "case 4/4  RMSNorm: x (2, 4), weight (4,), eps=0.5: FAILED" in out
+
+
+def test_a_forgotten_keepdims_is_named_as_keepdims_not_as_the_axis(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "sum", "if not self.keepdims:\n            gy = np.expand_dims",
+                        "if True:\n            gy = np.expand_dims")
+    assert "your backward fails only with keepdims=True" in out
+    assert "Does it use self.axis" not in out
+
+
+def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale")
+    assert "You multiplied by sqrt(D) where the forward divides by it" in out
+    assert "like the 1/n of a mean" not in out
+
+
+def test_when_no_slip_fits_the_first_wrong_stage_and_its_elements_are_named(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", ATTENTION_GS, ATTENTION_GS + " + 0.1 * p * p")
+    assert diagnose.FALLBACK in out
+    assert ("Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is the "
+            "gradient of S (shape (1, 2, 3, 3)).") in out
+    assert "Your `gs` looks like that step, and differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)" in out
+    assert out.count("the first step that goes wrong is the gradient of S (shape (1, 2, 3, 3))") == 1
+    assert "Gradient leaks" not in out  # the extra term is causal: it only looks like a leak to a naive probe
+
+
+def test_a_nan_gradient_never_passes_and_is_named(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, "return gy * np.nan")
+    assert "Your gradient for 'x' has NaN at (0, 0), (0, 1), (0, 2), (0, 3), (0, 4) and 10 more" in out
+    assert "PASSED" not in out
+
+
+# ----- answers out of reach ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("new, called", [
+    ("return (__import__('tensorlab').tensor(gy) / self.x).data", "tensorlab/functional.py: div"),
+    ("t = __import__('tensorlab').tensor(self.x, requires_grad=True)\n        t.log().backward(gy)\n"
+     "        return t.grad", "tensorlab/functional.py: log"),
+    ("from tensorlab.ops.elementwise import Log\n        return Log.backward(self, gy)",
+     "tensorlab/ops/elementwise.py: Log.backward"),
+])
+def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, called):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", new)
+    assert f"Log.backward calls tensorlab itself ({called}): that is the engine's answer, not yours." in out
+    assert "case 2/2  Log: x (3, 4): FAILED" in out
+
+
+def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(ROOT),
+                            "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = tmp_path.glob("tensorlab-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/exercises/check.py" in names
+    assert not [n for n in names if "solutions" in n or n.startswith("teachers")], names
+
+
+def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path):
+    folder = tmp_path / "course"
+    code, out = run(capsys, "assignment", folder)
+    assert code == 0, out
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == sorted([f"{n}.py" for n in NAMES] + ["README.md"])
+    readme = (folder / "README.md").read_text()
+    for name in NAMES:
+        assert f"`python -m tensorlab.exercises check {name} {name}.py`" in readme
+        assert (folder / f"{name}.py").read_text() == (PACKAGE / "stubs" / f"{name}.py").read_text()
+        assert "NotImplementedError" in (folder / f"{name}.py").read_text()
+    code, out = run(capsys, "assignment", folder)
+    assert code == 2 and "not empty" in out
+
+
+# ----- a time limit, and Ctrl-C -----------------------------------------------------------------------------------
+def test_a_backward_that_never_returns_is_stopped_with_one_line(capsys, tmp_path):
+    path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
+    start = time.monotonic()
+    code, out = run(capsys, "check", "exp_log", path, "--time-limit", "0.5")
+    assert time.monotonic() - start < 10
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[-1] == ("case 1/2  Exp: x (3, 4): STOPPED: it did not finish within 0.5 s (a loop that never "
+                         "ends?). Fix it, or give it longer with --time-limit SECONDS.")
+    assert not any(line.startswith("case 2/2") for line in lines)
+
+
+def test_ctrl_c_prints_one_line(tmp_path):
+    path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
+    process = subprocess.Popen([sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path),
+                                "--time-limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT)
+    time.sleep(3)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, (out, err)
+    assert err == ""
+    assert out.strip().splitlines()[-1] == "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."
 
 
 # ----- files that cannot be checked ---------------------------------------------------------------------
