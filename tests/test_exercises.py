@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tensorlab" / "exercises"
 SOLUTIONS = ROOT / "teachers" / "solutions"  # in the checkout only: not part of the installed package
 NAMES = [exercise.name for exercise in EXERCISES]
-REQUIRED = ["mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
+REQUIRED = ["value", "topo", "unbroadcast", "function", "mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
             "causal_attention", "adamw"]
 
 
@@ -359,6 +359,111 @@ def test_ctrl_c_prints_one_line(tmp_path):
     assert process.returncode == 130, (out, err)
     assert err == ""
     assert out.strip().splitlines()[-1] == "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."
+
+
+# ----- the engine track: each typical mistake planted and named ----------------------------------------------------
+VALUE_BACKWARD = """        order, visited, stack = [], set(), [(self, False)]
+        while stack:                         # iterative depth-first search: parents before children
+            node, parents_done = stack.pop()
+            if parents_done:
+                order.append(node)
+            elif id(node) not in visited:
+                visited.add(id(node))
+                stack.append((node, True))
+                stack.extend((p, False) for p in node.parents if id(p) not in visited)
+        self.grad = 1.0
+        for node in reversed(order):         # each node after every node that uses it
+            node._backward()
+"""
+NAIVE_WALK = """        self.grad = 1.0
+        stack = [self]
+        while stack:                         # no order: a node's _backward may run before its consumers'
+            node = stack.pop()
+            node._backward()
+            stack.extend(node.parents)
+"""
+TOPO_BODY = """    order, visited, stack = [], set(), [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:                     # all its parents are in `order` already
+            order.append(node)
+        elif id(node) not in visited:
+            visited.add(id(node))
+            stack.append((node, True))
+            stack.extend((p, False) for p in node.parents if id(p) not in visited)
+    return order
+"""
+REVERSED_PREORDER = """    order, seen, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            order.append(node)
+            stack.extend(node.parents)
+    return order[::-1]
+"""
+RECURSIVE = """    order, seen = [], set()
+
+    def visit(node):
+        if id(node) not in seen:
+            seen.add(id(node))
+            for parent in node.parents:
+                visit(parent)
+            order.append(node)
+    visit(root)
+    return order
+"""
+UNBROADCAST_RETURN = "return grad.sum(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)"
+
+ENGINE_SLIPS = [
+    ("value", ["self.grad += ", "self.grad = ", "other.grad += ", "other.grad = "],
+     "probe 6/9  a * a + a (a used three times): FAILED", "Forgetting to accumulate: a Value used more than once"),
+    ("value", [VALUE_BACKWARD, NAIVE_WALK], "probe 7/9  x = a * b; (x + x.tanh()) * c (x reached along two paths): "
+     "FAILED", "Visiting a node before its consumers"),
+    ("value", ["(1 - t * t) * out.grad", "(1 - t) * out.grad"], "probe 3/9  a.tanh(): FAILED",
+     "The local derivative in the _backward of tanh is wrong"),
+    ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/5  a diamond", "['a'] appear more than once"),
+    ("topo", [TOPO_BODY, REVERSED_PREORDER], "probe 2/5  a diamond",
+     "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
+     "would visit 'a' before its consumer 'b'"),
+    ("topo", [TOPO_BODY, RECURSIVE], "probe 5/5  a chain of 5000 nodes: FAILED",
+     "topological_order raised RecursionError"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)))"],
+     "probe 3/8  grad (2, 3) -> shape (2, 1): FAILED", "you summed only the axes added in front ()"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(len(shape), grad.ndim)))"],
+     "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+     "Summing over the wrong axes: you summed over axes (1,), but broadcasting added or stretched axes (0,)"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)) + stretched)"],
+     "probe 2/8  grad (2, 3) -> shape (1, 3): FAILED", "You summed over the right axes (0,), but the result must "
+     "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.mean(axis=tuple(range(leading)) + stretched, "
+                     "keepdims=True).reshape(shape)"], "probe 1/8", "You took a mean where a sum belongs"),
+    ("function", ["return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, "
+                  "self.b.shape)", "return gy * self.a / self.y, gy * self.b / self.y"], "case 1/3  Hypot: a (3, 4), "
+     "b (3, 4): ok", "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)"),
+    ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"], "case 1/3",
+     "'a': You left out the division by y"),
+    ("function", ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"], "case 1/3",
+     "Hypot.forward does not compute what the exercise asks: its output differs from the reference forward (at"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt(a * a + b) of a negative b
+@pytest.mark.parametrize("name, edits, where, expected", ENGINE_SLIPS, ids=[f"{n}-{e[:30]}" for n, _, _, e in ENGINE_SLIPS])
+def test_each_engine_track_mistake_is_named(capsys, tmp_path, name, edits, where, expected):
+    out = check_planted(capsys, tmp_path, name, *edits)
+    assert where in out, out
+    assert expected in out, out
+
+
+def test_the_engine_track_comes_first():
+    assert NAMES[:4] == ["value", "topo", "unbroadcast", "function"]
+
+
+def test_an_unbroadcast_that_calls_the_engines_is_refused(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "unbroadcast", UNBROADCAST_RETURN,
+                        "from tensorlab.ops.broadcast import unbroadcast as u\n    return u(grad, shape)")
+    assert "unbroadcast calls tensorlab itself (tensorlab/ops/broadcast.py: unbroadcast)" in out
 
 
 # ----- files that cannot be checked ---------------------------------------------------------------------

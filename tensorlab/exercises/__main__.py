@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, assignment, check
+from tensorlab.exercises import adamw_check, assignment, check, engine_check
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.student import StudentError
 from tensorlab.exercises.watch import Stopped
@@ -99,7 +99,7 @@ def _check(exercise, path, time_limit):
     return 0 if passed else 1
 
 
-RUNNERS = {"gradient": check, "adamw": adamw_check}
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ class Case:
     reference: object     # (*inputs, **settings) -> the forward's output
     settings: dict = field(default_factory=dict)  # keyword arguments for the class's constructor
     graph: object = None  # (*tensors, **settings) -> (output, {stage: intermediate}) in tensorlab ops
+    forward_is_yours: bool = False  # the student writes forward too (the engine track's new Function)
 
     def describe(self, inputs):
         """'MatMul: a (3, 4), b (4, 2)' plus the settings, for the checker's case lines."""
@@ -38,7 +39,8 @@ class Exercise:
     name: str
     title: str
     cases: list = field(default_factory=list)
-    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step
+    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step;
+    #                           "engine": the engine track's probes (engine_check.py)
     shape_hint: str = ""      # said when a gradient has a wrong shape that no automatic fix explains
     hint: object = None       # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
     probe: object = None      # (backward(gy) -> grads, inputs) -> lines: the student's backward on chosen gy
@@ -161,6 +163,17 @@ def _weight(width):
 
 
 EXERCISES = [
+    Exercise("value", "engine 1/4: a scalar Value with + * tanh exp and backward (micrograd)", kind="engine"),
+    Exercise("topo", "engine 2/4: the topological order of the backward walk", kind="engine"),
+    Exercise("unbroadcast", "engine 3/4: undo broadcasting, summing over the broadcast axes", kind="engine"),
+    Exercise(
+        "function", "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
+        [Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True),
+         Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True),
+         Case("Hypot", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True)]),
     Exercise(
         "mul", "y = a * b with broadcasting: sum the gradient over the broadcast axes",
         [Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply, graph=stages.mul),

@@ -35,7 +35,7 @@ def check(exercise, path, out=print, time_limit=None):
 
     def run(number, case, inputs):
         if case.cls in not_written:
-            return [f"({case.cls}.backward is not written yet, see above)"]
+            return [f"({case.cls} is not finished yet, see above)"]
         try:
             lines = _check_case(exercise, case, classes[case.cls], inputs, path)
         except NotWritten as error:
@@ -168,6 +168,9 @@ def _student_forward(case, cls, inputs, path):
     expected = np.asarray(case.reference(*inputs, **case.settings))
     if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9,
                                                                                     atol=1e-12):
+        if case.forward_is_yours:
+            raise StudentError(f"{name}.forward does not compute what the exercise asks: its output differs from "
+                               f"the reference forward{_first_difference(y, expected)}. Fix forward first.")
         raise StudentError(
             f"{name}.forward does not compute what the exercise asks: its output differs from the reference "
             f"forward. The forward is given; take it back from a fresh stub "
@@ -199,6 +202,13 @@ def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
             f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
             f"new array instead, e.g. `gx = gy * ...`.")
     return (grads, watched.locals) if keep_locals else grads
+
+
+def _first_difference(y, expected):
+    if not hasattr(y, "shape") or np.shape(y) != expected.shape:
+        return f" (shape {np.shape(y) if hasattr(y, 'shape') else type(y).__name__}, expected {expected.shape})"
+    k = np.unravel_index(np.argmax(np.abs(np.nan_to_num(y - expected, nan=np.inf))), expected.shape)
+    return f" (at {tuple(int(i) for i in k)}: yours {y[k]:.8g}, expected {expected[k]:.8g})"
 
 
 def _grad_problems(exercise, case, inputs, output_shape, grads):

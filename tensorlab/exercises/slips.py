@@ -217,7 +217,15 @@ CAUSAL_ATTENTION = [
          _attention(g_s=lambda P, gP: P * (gP + (gP * P).sum(axis=-1, keepdims=True)))),
 ]
 
-SLIPS = {"MatMul": MATMUL, "Exp": EXP, "Log": LOG, "Softmax": SOFTMAX, "LogSoftmaxNLL": LOG_SOFTMAX_NLL,
+# ----- the new Function: sqrt's chain rule -------------------------------------------------------------------------
+HYPOT = [
+    Slip("hypot_no_division", "You left out the division by y: y = sqrt(u) with u = a^2 + b^2, and "
+         "d sqrt(u)/du = 1 / (2 sqrt(u)), so dy/da = a / y.", _try(lambda s: {"a": s.gy * s.x["a"], "b": s.gy * s.x["b"]})),
+    Slip("hypot_times_y", "You multiplied by y where the chain rule through sqrt divides by it: dy/da = a / y.",
+         _try(lambda s: {"a": s.gy * s.x["a"] * s.y, "b": s.gy * s.x["b"] * s.y})),
+]
+
+SLIPS = {"Hypot": HYPOT, "MatMul": MATMUL, "Exp": EXP, "Log": LOG, "Softmax": SOFTMAX, "LogSoftmaxNLL": LOG_SOFTMAX_NLL,
          "RMSNorm": RMS_NORM, "Embedding": EMBEDDING, "CausalAttention": CAUSAL_ATTENTION}
 
 

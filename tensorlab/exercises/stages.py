@@ -51,6 +51,10 @@ def mul(a, b):
     return a * b, {}
 
 
+def hypot(a, b):
+    return F.sqrt(a * a + b * b), {}
+
+
 def matmul(a, b):
     return a @ b, {}
 
