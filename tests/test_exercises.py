@@ -267,6 +267,14 @@ def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
     assert "case 4/4  RMSNorm: x (2, 4), weight (4,), eps=0.5: FAILED" in out
 
 
+def test_a_row_sum_without_keepdims_that_cannot_broadcast_is_explained(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", ""))
+    assert "case 1/4  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could " \
+           "not be broadcast together" in out
+    assert "Shapes here: gy (3, 5); x (3, 5).\n    Two arrays whose shapes do not line up: often a sum or mean " \
+           "without keepdims=True" in out
+
+
 def test_a_forgotten_keepdims_is_named_as_keepdims_not_as_the_axis(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "sum", "if not self.keepdims:\n            gy = np.expand_dims",
                         "if True:\n            gy = np.expand_dims")
@@ -283,11 +291,24 @@ def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
 def test_when_no_slip_fits_the_first_wrong_stage_and_its_elements_are_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "causal_attention", ATTENTION_GS, ATTENTION_GS + " + 0.1 * p * p")
     assert diagnose.FALLBACK in out
-    assert ("Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is the "
-            "gradient of S (shape (1, 2, 3, 3)).") in out
-    assert "Your `gs` looks like that step, and differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)" in out
-    assert out.count("the first step that goes wrong is the gradient of S (shape (1, 2, 3, 3))") == 1
+    assert ("Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
+            "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)"
+            ) in out
+    assert out.count("the first step that goes wrong is gS, the gradient of S (shape (1, 2, 3, 3))") == 1
     assert "Gradient leaks" not in out  # the extra term is causal: it only looks like a leak to a naive probe
+
+
+def test_a_slip_in_the_last_step_is_localised_there(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale",
+                        "gq = gs @ self.k * self.scale + 0.01 * self.q")
+    assert ("Step by step against the reference: gP (your `gp`), gS (your `gs`) right; the slip is in the last step, "
+            "from `gs` to your gradient for 'q'.") in out
+
+
+def test_a_slip_after_a_right_step_without_a_variable_for_the_next_says_after_which(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RMS_GX.replace("(g - ", "(g - 0.5 * "))
+    assert ("Step by step against the reference: gxhat (your `g`) right; none of your variables matches the next "
+            "step, gr (the gradient of r, shape (3, 1)): the slip comes after `g`.") in out
 
 
 def test_a_nan_gradient_never_passes_and_is_named(capsys, tmp_path):
@@ -530,6 +551,22 @@ def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
     out = check_planted(capsys, tmp_path, "adamw", old, new)
     assert expected in out
     assert "step 1 of 3:" in out
+
+
+@pytest.mark.parametrize("edits, expected, step", [
+    (["param = param - lr * weight_decay * param                # decay the weight, not through the gradient",
+      "", "return param, m, v", "param = param - lr * weight_decay * param\n    return param, m, v"],
+     "You apply the weight decay after the Adam update", 1),
+    (["m = b1 * m + (1 - b1) * grad", "m = (1 - b1) * grad", "v = b2 * v + (1 - b2) * grad * grad",
+      "v = (1 - b2) * grad * grad"], "You ignore the m and v passed in", 2),
+    (["m_hat = m / (1 - b1 ** step)", "m_hat = m", "v_hat = v / (1 - b2 ** step)", "v_hat = v"],
+     "You skipped the bias correction", 1),
+    (["v_hat = v / (1 - b2 ** step)", "v_hat = v"], "The bias correction of v is missing", 1),
+])
+def test_adamw_state_decay_order_and_bias_corrections_are_named(capsys, tmp_path, edits, expected, step):
+    out = check_planted(capsys, tmp_path, "adamw", *edits)
+    assert expected in out
+    assert f"step {step} of 3:" in out
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt of the negative v

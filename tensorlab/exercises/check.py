@@ -24,6 +24,8 @@ from tensorlab.gradcheck import gradcheck
 from tensorlab.tensor import Tensor
 
 INDENT = "    "
+BROADCAST_HINT = ("Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
+                  "lost the reduced axis and no longer fits beside the array it came from.")
 
 
 def check(exercise, path, out=print, time_limit=None):
@@ -123,21 +125,24 @@ def _stage_lines(reference, local_arrays, name, ctx):
         expected = reference.grad[stage]
         holders = [var for var, value in local_arrays.items() if ctx.close(np.asarray(value), expected)]
         if holders:
-            right.append(f"g{stage} (your `{holders[0]}`)")
+            right.append((stage, holders[0]))
             continue
-        what = f"the gradient of {stage}" if stage != name else f"your gradient for '{name}'"
-        lines = [("Step by step against the reference: " + ", ".join(right) + " right; " if right else
-                  "Step by step against the reference: ") + f"the first step that goes wrong is {what} "
-                 f"(shape {expected.shape})."]
-        candidate = _variable_for(stage, expected.shape, local_arrays) if stage != name else None
+        if not right and not local_arrays:
+            return ["Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
+                    "them one by one with the reference's and says which step first goes wrong."]
+        if not right:
+            return []  # nothing to localise: the first step is already off
+        done = ", ".join(f"g{s} (your `{var}`)" for s, var in right)
+        head = f"Step by step against the reference: {done} right; "
+        if stage == name:
+            return [head + f"the slip is in the last step, from `{right[-1][1]}` to your gradient for '{name}'."]
+        candidate = _variable_for(stage, expected.shape, local_arrays)
         if candidate:
             off = ~np.isclose(np.asarray(local_arrays[candidate]), expected, rtol=ctx.rtol, atol=ctx.atol)
-            lines.append(f"Your `{candidate}` looks like that step, and differs from it at "
-                         f"{diagnose.listed(np.argwhere(off))}.")
-        elif not local_arrays:
-            lines.append("Put each step of your backward in its own variable (gp, gs, ...): the checker then "
-                         "compares them one by one with the reference and says which step is wrong.")
-        return lines
+            return [head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
+                    f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}."]
+        return [head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
+                f"{expected.shape}): the slip comes after `{right[-1][1]}`."]
     return []
 
 
@@ -192,7 +197,8 @@ def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
     except NotWritten:
         raise
     except StudentError as error:
-        raise StudentError(*error.lines, f"Shapes here: {shapes}.") from None
+        hint = [BROADCAST_HINT] if "could not be broadcast" in error.lines[0] else []
+        raise StudentError(*error.lines, f"Shapes here: {shapes}.", *hint) from None
     used = engine_use_line(f"{name}.backward", watched.engine_calls)
     if used:
         raise StudentError(used)
