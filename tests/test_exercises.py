@@ -2,10 +2,11 @@
 
 See docs/exercises.md for how students and teachers use them.
 
-The command line runs in-process through `main(argv)`; two subprocess runs, in a copy of
-tensorlab without solutions/, prove that `python -m tensorlab.exercises` works there. A
-planted mistake is a reference solution with one line changed, written to tmp_path; `plant`
-fails loudly if that line is no longer there.
+The command line runs in-process through `main(argv)`; subprocess runs prove that
+`python -m tensorlab.exercises` works from a copy of the package alone (no teachers/), that a
+hung case is stopped and that Ctrl-C prints one line. A planted mistake is a reference solution
+(teachers/solutions/, in the checkout only) with lines changed as a student would write them,
+written to tmp_path; `plant` fails loudly if a line is no longer there.
 """
 import shutil
 import signal
@@ -61,8 +62,8 @@ def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
     assert not (PACKAGE / "solutions").exists()
 
 
-def test_the_exercises_work_as_a_module_without_the_solutions_folder(tmp_path):
-    """A teacher deletes solutions/ from the students' copy: list and check still work."""
+def test_the_exercises_work_from_the_package_alone(tmp_path):
+    """An installed tensorlab has no teachers/ folder: list and check still work."""
     shutil.copytree(ROOT / "tensorlab", tmp_path / "tensorlab",
                     ignore=shutil.ignore_patterns("solutions", "__pycache__"))
     assert not (tmp_path / "tensorlab" / "exercises" / "solutions").exists()

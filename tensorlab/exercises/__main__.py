@@ -57,7 +57,7 @@ def main(argv=None):
 
 def _list():
     width = max(len(e.name) for e in EXERCISES)
-    print("Exercises (write the backward, then check it):")
+    print("Exercises, in order (write the missing code, then check it):")
     for exercise in EXERCISES:
         print(f"  {exercise.name:<{width}}  {exercise.title}")
     print(f"\nCopy a stub to edit:  {PROG} stub NAME my_NAME.py")
