@@ -333,7 +333,14 @@ def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, call
 
 
 def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(ROOT),
+    """Built from a copy of the checkout (teachers/ included), so that the build leaves the checkout alone."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("tensorlab", "models", "teachers"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(source),
                             "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     [wheel] = tmp_path.glob("tensorlab-*.whl")
