@@ -39,9 +39,9 @@ def run(capsys, *argv):
 def plant(tmp_path, name, old, new, *more):
     """The reference solution of `name` with `old` replaced by `new` (and each further pair), in tmp_path."""
     source = (SOLUTIONS / f"{name}.py").read_text()
-    for old, new in [(old, new)] + list(zip(more[::2], more[1::2])):
-        assert old in source, f"teachers/solutions/{name}.py no longer contains {old!r}"
-        source = source.replace(old, new)
+    for before, after in [(old, new)] + list(zip(more[::2], more[1::2])):
+        assert before in source, f"teachers/solutions/{name}.py no longer contains {before!r}"
+        source = source.replace(before, after)
     path = tmp_path / f"my_{name}.py"
     path.write_text(source)
     return path
@@ -260,6 +260,15 @@ def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits,
     assert diagnose.FALLBACK not in out  # a named slip, not the generic advice
 
 
+def test_every_slip_message_reads_with_the_settings_of_its_cases():
+    from tensorlab.exercises.slips import SLIPS
+    cases = [case for exercise in EXERCISES for case in exercise.cases]
+    assert set(SLIPS) <= {case.cls for case in cases}
+    for case in cases:
+        for slip in SLIPS.get(case.cls, []):
+            assert "{" not in slip.says.format(**case.settings), slip.name
+
+
 def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
     """eps inside vs outside the square root: invisible on unit rows, plain on the tiny rows and eps=0.5."""
     out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)"))
@@ -465,11 +474,13 @@ ENGINE_SLIPS = [
     ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)) + stretched)"],
      "probe 2/8  grad (2, 3) -> shape (1, 3): FAILED", "You summed over the right axes (0,), but the result must "
      "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum()"], "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+     "You summed over every axis"),
     ("unbroadcast", [UNBROADCAST_RETURN, "return grad.mean(axis=tuple(range(leading)) + stretched, "
                      "keepdims=True).reshape(shape)"], "probe 1/8", "You took a mean where a sum belongs"),
     ("function", ["return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, "
-                  "self.b.shape)", "return gy * self.a / self.y, gy * self.b / self.y"], "case 1/3  Hypot: a (3, 4), "
-     "b (3, 4): ok", "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)"),
+                  "self.b.shape)", "return gy * self.a / self.y, gy * self.b / self.y"], "case 1/3  Hypot: a (3, 4), b (3, 4): ok",
+     "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)"),
     ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"], "case 1/3",
      "'a': You left out the division by y"),
     ("function", ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"], "case 1/3",

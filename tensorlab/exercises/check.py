@@ -311,8 +311,8 @@ def _settings_hint(cases, passed):
             continue
         fails = ", ".join(f"{key}={value}" for value in sorted(bad))
         if key == "keepdims" and bad == {"True"}:
-            return [f"Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
-                    f"size 1: put them back (np.expand_dims) only when self.keepdims is False."]
+            return ["Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
+                    "size 1: put them back (np.expand_dims) only when self.keepdims is False."]
         return [f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
                 f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"]
     return []

@@ -75,8 +75,8 @@ def _whole_array_slip(name, a, n, report, ctx):
                 "or does a factor that should not be zero (gy, a mask, a saved value) come out as zero?"]
     if ctx.close(a, -n):
         return ["Your gradient is exactly -1 times the right one: check the sign of your derivative."]
-    for other, report in ctx.reports.items():
-        if other != name and ctx.close(a, report.numeric) and not ctx.close(report.numeric, n):
+    for other, other_report in ctx.reports.items():
+        if other != name and ctx.close(a, other_report.numeric) and not ctx.close(other_report.numeric, n):
             order = ", ".join(f"g{x}" for x in ctx.reports)
             return [f"Your gradient for '{name}' is the right gradient for '{other}': the two are swapped. "
                     f"Return one gradient per input in the order of forward's arguments ({order}), and check "

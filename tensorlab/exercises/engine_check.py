@@ -287,14 +287,14 @@ def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
             mean = grad.mean(axis=axes, keepdims=keepdims) if axes else candidate
             for reshaped in (candidate, _fit(candidate, shape)):
                 if reshaped is not None and reshaped.shape == got.shape and np.allclose(reshaped, got):
-                    return [_axes_words(axes, right_axes, leading, keepdims, shape, got.shape)]
+                    return [_axes_words(axes, right_axes, leading, grad.ndim, shape, got.shape)]
             if axes and _fit(mean, shape) is not None and _fit(mean, shape).shape == got.shape and \
                     np.allclose(_fit(mean, shape), got):
                 return ["You took a mean where a sum belongs: every copy of an element adds its whole gradient."]
     return []
 
 
-def _axes_words(axes, right_axes, leading, keepdims, shape, got_shape):
+def _axes_words(axes, right_axes, leading, ndim, shape, got_shape):
     added, stretched = set(range(leading)), set(right_axes) - set(range(leading))
     if set(axes) == set(right_axes) and got_shape != tuple(shape):
         return (f"You summed over the right axes {axes}, but the result must have shape {tuple(shape)}: keep the "
@@ -306,7 +306,7 @@ def _axes_words(axes, right_axes, leading, keepdims, shape, got_shape):
     if set(axes) == stretched and added:
         return (f"Summing over the wrong axes: you summed only the stretched size-1 axes {tuple(sorted(stretched))}; "
                 f"the axes added in front, {tuple(sorted(added))}, must be summed away as well.")
-    if len(axes) > 1 and len(axes) == len(got_shape) + leading - (0 if not keepdims else 0) and not keepdims:
+    if len(axes) == ndim > 1:
         return "You summed over every axis: only the broadcast ones are summed; the others keep their length."
     return (f"Summing over the wrong axes: you summed over axes {axes}, but broadcasting added or stretched axes "
             f"{right_axes}. Line up the shapes from the right: leading extra axes, then axes where `shape` has 1.")

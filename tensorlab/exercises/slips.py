@@ -175,9 +175,9 @@ EMBEDDING = [
 
 # ----- attention: the scale, the transposes, the softmax step ----------------------------------------------------
 def _attention(gq=None, gk=None, gv=None, g_s=None):
-    """The attention gradients with some pieces replaced; pieces are functions of (s, P, gP, gS, scale)."""
+    """The attention gradients with some pieces replaced: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP)."""
     def compute(s):
-        q, k, v = s.x["q"], s.x["k"], s.x["v"]
+        q, k = s.x["q"], s.x["k"]
         P, gP = s.value["P"], s.grad["P"]
         scale = 1 / np.sqrt(q.shape[-1])
         gS = s.grad["S"] if g_s is None else np.where(P > 0, g_s(P, gP), 0.0)

@@ -117,7 +117,7 @@ def engine_use_line(name, calls):
             f"gradient with NumPy only, on the arrays backward gets (gy and what forward saved).")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _engine_file(filename):
     """'ops/softmax.py' for a file inside the tensorlab package, else None."""
     try:
