@@ -341,6 +341,20 @@ def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, call
     assert "case 2/2  Log: x (3, 4): FAILED" in out
 
 
+def test_a_backward_that_switches_the_watch_off_is_refused(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
+                        "__import__('sys').setprofile(None)\n        return gy / self.x")
+    assert ("Log.backward calls tensorlab itself (sys.setprofile: the checker's watch switched off)") in out
+
+
+def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
+    import torch  # noqa: F401 (imported here first, so the student's import inside the time limit is instant)
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
+                        "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
+                        "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()")
+    assert "Log.backward calls another library's autograd (torch: " in out
+
+
 def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
     """Built from a copy of the checkout (teachers/ included), so that the build leaves the checkout alone."""
     source = tmp_path / "source"

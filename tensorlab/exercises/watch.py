@@ -4,9 +4,11 @@
   on Linux and macOS, in the main thread; elsewhere there is no limit rather than a wrong one).
 - `Stopped`: the one line a run ends with when a case hung or the student pressed Ctrl-C.
 - `watch(code)`: while the student's function runs, a profile hook records every call into
-  tensorlab itself (a backward must be the student's own NumPy, not the engine's ops or
-  autograd) and the local variables of the student's frame when it returns, so the checker
-  can compare each intermediate step (gp, gs, ...) with the reference's.
+  tensorlab itself or another library's autograd (a backward must be the student's own NumPy,
+  not the engine's ops or autograd; switching the hook off counts too) and the local variables
+  of the student's frame when it returns, so the checker can compare each intermediate step
+  (gp, gs, ...) with the reference's. It runs in the checker's own process: it keeps honest
+  students honest and names the shortcut, it is not a sandbox.
 """
 import contextlib
 import functools
@@ -22,6 +24,8 @@ TENSORLAB = Path(__file__).resolve().parent.parent  # the tensorlab package fold
 # Tensor, or the Function.backward a stub inherits, is not an answer and is left to the other checks)
 ENGINE_FILES = ("ops/", "functional.py", "nn/", "optim/", "graph/", "gradcheck.py")
 AUTOGRAD = {"tensor.py": ("Tensor.backward", "Function.__call__", "topological_order")}
+# other libraries' autograd is the same shortcut
+OTHER_AUTOGRAD = {"torch", "jax", "autograd", "tensorflow", "mlx"}
 
 
 class TimeLimit(BaseException):
@@ -93,6 +97,8 @@ class Watch:
             name = frame.f_code.co_qualname
             if where and (where.startswith(ENGINE_FILES) or name in AUTOGRAD.get(where, ())):
                 self.engine_calls.append(f"tensorlab/{where}: {name}")
+            elif _library(frame.f_code.co_filename) in OTHER_AUTOGRAD:
+                self.engine_calls.append(f"{_library(frame.f_code.co_filename)}: {name}")
         elif event == "return" and frame.f_code is self.code:
             self.locals = {name: value for name, value in frame.f_locals.items() if isinstance(value, np.ndarray)}
 
@@ -106,15 +112,28 @@ def watch(code):
     try:
         yield watcher
     finally:
+        if sys.getprofile() != watcher.profile:  # the student's code switched the watch off
+            watcher.engine_calls.append("sys.setprofile: the checker's watch switched off")
         sys.setprofile(previous)
 
 
 def engine_use_line(name, calls):
-    """The one line saying that a backward used tensorlab itself, or None."""
+    """The one line saying that a backward used tensorlab itself (or another autograd), or None."""
     if not calls:
         return None
-    return (f"{name} calls tensorlab itself ({calls[0]}): that is the engine's answer, not yours. Write the "
+    who = "tensorlab itself" if calls[0].startswith(("tensorlab/", "sys.")) else "another library's autograd"
+    return (f"{name} calls {who} ({calls[0]}): that is the engine's answer, not yours. Write the "
             f"gradient with NumPy only, on the arrays backward gets (gy and what forward saved).")
+
+
+@functools.cache
+def _library(filename):
+    """'torch' for a file of an installed package (the folder under site-packages), else None."""
+    parts = Path(filename).parts
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1]
+    return None
 
 
 @functools.cache
