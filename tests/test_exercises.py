@@ -402,15 +402,19 @@ def test_a_backward_that_never_returns_is_stopped_with_one_line(tmp_path):
 
 def test_ctrl_c_prints_one_line(tmp_path):
     path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
-    process = subprocess.Popen([sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path),
+    process = subprocess.Popen([sys.executable, "-u", "-m", "tensorlab.exercises", "check", "exp_log", str(path),
                                 "--time-limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT)
-    time.sleep(3)
+    first = process.stdout.readline()  # the checker is running once it has said what it checks
+    assert first.startswith("Exercise 'exp_log'"), first
+    assert process.stdout.readline().startswith("Checking ")
+    time.sleep(0.5)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130, (out, err)
     assert err == ""
-    assert out.strip().splitlines()[-1] == "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."
+    assert out.strip().splitlines() == [
+        "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."]
 
 
 # ----- the engine track: each typical mistake planted and named ----------------------------------------------------
