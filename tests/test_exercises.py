@@ -635,3 +635,21 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert code == 2
     code, _ = run(capsys)
     assert code == 2
+
+
+def test_the_time_limit_gives_back_an_alarm_set_before_it():
+    """A test runner's own alarm (pytest-timeout's signal method) survives a check."""
+    from tensorlab.exercises.watch import time_limit
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with time_limit(5):
+            pass
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 0.3
+        time.sleep(0.6)
+        assert fired == [True]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
