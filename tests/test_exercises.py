@@ -385,6 +385,11 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
         assert "NotImplementedError" in (folder / f"{name}.py").read_text()
     code, out = run(capsys, "assignment", folder)
     assert code == 2 and "not empty" in out
+    # the README's command, run in the students' folder, checks the stub there
+    command = next(line for line in readme.splitlines() if "| `value.py` |" in line).split("`")[-2]
+    done = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=folder, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "Value.__add__ is not written yet" in done.stdout, done.stdout + done.stderr
 
 
 # ----- a time limit, and Ctrl-C -----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from itertools import combinations
 
 import numpy as np
 
-from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
+from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load, raising_function
 from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
 
@@ -60,7 +60,7 @@ def _call(what, path, call):
     try:
         return call()
     except NotImplementedError as error:
-        raise NotWritten(*describe_exception(error, path, what)) from None
+        raise NotWritten(*describe_exception(error, path, raising_function(error, path) or what)) from None
     except RecursionError as error:
         raise StudentError(*describe_exception(error, path, what), RECURSION) from None
     except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)

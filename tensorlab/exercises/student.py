@@ -78,6 +78,17 @@ def describe_exception(error, path, what):
     return lines
 
 
+def raising_function(error, path):
+    """'Value.__add__': the function of the student's file that raised `error`, or None."""
+    path = Path(path).resolve()
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        if _same_file(tb.tb_frame.f_code.co_filename, path):
+            found = tb.tb_frame.f_code.co_qualname
+        tb = tb.tb_next
+    return found
+
+
 def _same_file(filename, path):
     try:
         return Path(filename).resolve() == path
