@@ -16,12 +16,19 @@ tensors keep no `.grad`. After `backward()` the graph is released, so a second
 `backward()` through it is an error unless the first one passed retain_graph=True.
 """
 import contextlib
+import threading
 
 import numpy as np
 
 from tensorlab import backend
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record a graph, per thread (as in PyTorch): no_grad() in one thread leaves the others alone."""
+    enabled = True
+
+
+_grad_mode = _GradMode()
 
 # Callbacks observer(fn, output_grads, input_grads) that backward() calls after each
 # Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
@@ -30,18 +37,17 @@ backward_observers = []
 
 @contextlib.contextmanager
 def no_grad():
-    """Inside this block ops record no graph: for evaluation and optimizer updates."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
+    """Inside this block ops record no graph: for evaluation and optimizer updates (this thread only)."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
     finally:
-        _grad_enabled = previous
+        _grad_mode.enabled = previous
 
 
 def is_grad_enabled():
-    """False inside `no_grad()`."""
-    return _grad_enabled
+    """False inside `no_grad()` in this thread."""
+    return _grad_mode.enabled
 
 
 class Tensor:
@@ -238,18 +244,26 @@ class Function:
     arrays for several outputs) and `backward(self, *gys)` returning one gradient
     per input (None for inputs that take no gradient, such as integer ids). Anything
     backward needs from forward is kept on `self`. Non-tensor settings (an axis, a
-    probability) go to `__init__`.
+    probability) go to `__init__`. Because of that saved state, an instance is called
+    once: `Exp()(a) + Exp()(b)`; calling the same instance again raises.
     """
 
     name = None  # the op's name in tensorlab.functional, for error messages; None: the class name in lower case
 
     def __call__(self, *inputs):
+        op_name = self.name or type(self).__name__.lower()
+        if self.__dict__.get("_called"):  # its saved state belongs to the first call's graph
+            raise RuntimeError(
+                f"{op_name}: this {type(self).__name__} instance was already called once; a Function keeps "
+                f"what its backward needs on self, so create a new instance for each call "
+                f"({type(self).__name__}(...)(a) + {type(self).__name__}(...)(b), not op(a) + op(b))")
+        self._called = True
         tensors = [_as_tensor(x, inputs) for x in inputs]
-        backend.same_device(self.name or type(self).__name__.lower(), [t.data for t in tensors])
+        backend.same_device(op_name, [t.data for t in tensors])
         outputs = self.forward(*[t.data for t in tensors])
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs
-        needs_graph = _grad_enabled and any(t.requires_grad for t in tensors)
+        needs_graph = _grad_mode.enabled and any(t.requires_grad for t in tensors)
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
         if needs_graph:
             self.inputs = tensors
@@ -267,7 +281,7 @@ class Function:
     def release(self):
         """Drop the inputs and everything saved for backward, freeing their memory."""
         self.__dict__.clear()
-        self.inputs = None
+        self.inputs, self._called = None, True
 
 
 def topological_order(root):
