@@ -361,7 +361,7 @@ def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("tensorlab", "models", "teachers"):
+    for folder in ("tensorlab", "teachers"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(source),
                             "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
