@@ -212,7 +212,10 @@ SLIPS = [
      "Your row sum lost its axis (no keepdims=True)"),
     ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("axis=self.axis", "axis=-1")],
      "Your row sum runs along axis 1, but this softmax was taken along axis 0"),
+    ("softmax", [SOFTMAX_RETURN, "return self.y * (gy - gy.sum(axis=self.axis, keepdims=True))"],
+     "Your row-sum term sums gy alone"),
     # cross-entropy
+    ("log_softmax_nll", ["gx = self.p.copy()", "gx = np.log(self.p)"], "You used the log-probabilities"),
     ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "gx -= 1"], "You subtracted 1 from every element"),
     ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "pass"], "The one-hot term is missing"),
     # RMSNorm
@@ -223,6 +226,8 @@ SLIPS = [
     ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / np.sqrt(ms)")], "Your gradient is right for eps = 0"),
     ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)")],
      "Your normaliser has eps outside the square root"),
+    ("rms_norm", ["g = gy * self.weight", "g = gy"], "The weight is missing from gx"),
+    ("rms_norm", ["(gy * self.xhat).reshape", "gy.reshape"], "gweight is missing the factor xhat"),
     ("rms_norm", ["(gy * self.xhat).reshape", "(gy * self.xhat / self.r).reshape"],
      "gweight uses x where the normalised xhat = x * r belongs"),
     # matmul: operand order and transposes, hidden by the square case
@@ -241,6 +246,9 @@ SLIPS = [
      "You multiplied by sqrt(D) where the forward divides by it"),
     ("causal_attention", ["gs.swapaxes(-1, -2) @ self.q", "gs @ self.q"], "In gk, gS is not transposed"),
     ("causal_attention", ["gv = p.swapaxes(-1, -2) @ gy", "gv = p @ gy"], "In gv, P is not transposed"),
+    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k.swapaxes(-1, -2) * self.scale"],
+     "In gq, k is transposed"),
+    ("causal_attention", ["gp = gy @ self.v.swapaxes(-1, -2)", "gp = gy @ self.v"], "In gP, v is not transposed"),
     ("causal_attention", [ATTENTION_GS, "gs = p * (1 - p) * gp"], "In the softmax step you used P(1 - P)"),
     ("causal_attention", [ATTENTION_GS, "gs = p * gp"], "In the softmax step the row-sum term is missing"),
     ("causal_attention", [ATTENTION_GS, ATTENTION_GS.replace("(gp - ", "(gp + ")],

@@ -12,6 +12,7 @@ SLIPS maps a class name (the exercise's class in the student's file) to its slip
 order they are tried.
 """
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -98,10 +99,20 @@ SOFTMAX = [
     Slip("softmax_no_keepdims", "Your row sum lost its axis (no keepdims=True), and NumPy broadcast it along the "
          "wrong axis: each row got another row's sum. Keep the summed axis: .sum(axis=self.axis, keepdims=True).",
          _softmax_with(keepdims=False)),
+    Slip("softmax_rowsum_without_y", "Your row-sum term sums gy alone: it is the sum over the row of gy * y, each "
+         "gy_i weighted by its own y_i (from dy_i/dx_j = -y_i y_j).",
+         _try(lambda s: {"x": s.y * (s.gy - s.gy.sum(axis=_axis_of(s), keepdims=True))})),
 ] + [Slip(f"softmax_sum_along_{a}", f"Your row sum runs along axis {a}, but this softmax was taken along axis "
           "{axis}: sum along self.axis, the axis the forward normalised.", _softmax_with(axis=a)) for a in range(3)]
 
 # ----- cross-entropy: the one-hot term ----------------------------------------------------------------------------
+def _one_hot(s):
+    t = s.x["targets"]
+    hot = np.zeros(s.value["log_p"].shape)
+    hot[np.arange(len(t)), t] = 1
+    return hot
+
+
 def _nll(with_p):
     def compute(s):
         p, t = np.exp(s.value["log_p"]), s.x["targets"]
@@ -113,6 +124,9 @@ LOG_SOFTMAX_NLL = [
     Slip("nll_minus_one_everywhere", "You subtracted 1 from every element: the 1 belongs only at each row's target. "
          "The gradient is softmax minus the one-hot of the targets: p[n, targets[n]] - 1, and p elsewhere.",
          _nll(lambda p, t: p - 1)),
+    Slip("nll_log_probabilities", "You used the log-probabilities where the probabilities belong: the gradient "
+         "is softmax(logits) minus the one-hot, and softmax is exp of log_softmax.",
+         _try(lambda s: {"logits": s.gy * (s.value["log_p"] - _one_hot(s)) / len(s.x["targets"])})),
     Slip("nll_one_hot_omitted", "The one-hot term is missing: your gradient is the softmax p alone. The loss "
          "picks -log p[n, targets[n]], so subtract 1 at column targets[n] of each row n.", _nll(lambda p, t: p)),
 ]
@@ -136,6 +150,11 @@ def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
     return compute
 
 
+def _with_weight_one(s):
+    """The namespace with weight 1: what a backward that forgot the weight computes."""
+    return SimpleNamespace(**{**vars(s), "x": {**s.x, "weight": np.ones_like(s.x["weight"])}})
+
+
 def _r_inside(ms, eps):
     return 1 / np.sqrt(ms + eps)
 
@@ -154,6 +173,12 @@ RMS_NORM = [
     Slip("rms_eps_outside_sqrt", "Your normaliser has eps outside the square root, 1/(sqrt(mean(x^2)) + eps); the "
          "forward has it inside, 1/sqrt(mean(x^2) + eps). Use self.r, or recompute it the forward's way.",
          _rms(lambda ms, eps: 1 / (np.sqrt(ms) + eps))),
+    Slip("rms_weight_left_out", "The weight is missing from gx: y = xhat * weight, so the gradient reaching xhat "
+         "is g = gy * weight, and everything after uses g, not gy.",
+         _try(lambda s: _rms()(_with_weight_one(s)))),
+    Slip("rms_weight_grad_without_xhat", "gweight is missing the factor xhat: y = xhat * weight, so gweight = sum "
+         "over rows of gy * xhat, not of gy alone.",
+         _try(lambda s: {"weight": s.gy.reshape(-1, s.gy.shape[-1]).sum(axis=0)})),
     Slip("rms_weight_grad_uses_x", "gweight uses x where the normalised xhat = x * r belongs: y = xhat * weight, "
          "so gweight = sum over rows of gy * xhat.",
          _try(lambda s: {"weight": (s.gy * s.x["x"]).reshape(-1, s.gy.shape[-1]).sum(axis=0)})),
@@ -174,22 +199,29 @@ EMBEDDING = [
 ]
 
 # ----- attention: the scale, the transposes, the softmax step ----------------------------------------------------
-def _attention(gq=None, gk=None, gv=None, g_s=None):
-    """The attention gradients with some pieces replaced: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP)."""
+def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None):
+    """The attention gradients with pieces replaced: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP), g_p(gy, v)."""
     def compute(s):
         q, k = s.x["q"], s.x["k"]
-        P, gP = s.value["P"], s.grad["P"]
+        P, gP = s.value["P"], s.grad["P"] if g_p is None else g_p(s.gy, s.x["v"])
         scale = 1 / np.sqrt(q.shape[-1])
-        gS = s.grad["S"] if g_s is None else np.where(P > 0, g_s(P, gP), 0.0)
+        if g_s is None and g_p is None:
+            gS = s.grad["S"]
+        else:  # the softmax step, as the engine's softmax backward does it, unless g_s replaces it
+            gS = np.where(P > 0, (g_s or _softmax_step)(P, gP), 0.0)
         out = {}
-        if gq or g_s:
+        if gq or g_s or g_p:
             out["q"] = gq(gS, k, scale) if gq else gS @ k * scale
-        if gk or g_s:
+        if gk or g_s or g_p:
             out["k"] = gk(gS, q, scale) if gk else gS.swapaxes(-1, -2) @ q * scale
         if gv:
             out["v"] = gv(P, s.gy)
         return out
     return _try(compute)
+
+
+def _softmax_step(P, gP):
+    return P * (gP - (gP * P).sum(axis=-1, keepdims=True))
 
 
 CAUSAL_ATTENTION = [
@@ -204,6 +236,10 @@ CAUSAL_ATTENTION = [
          _attention(gk=lambda gS, q, c: gS @ q * c)),
     Slip("attention_gq_transposed", "In gq, gS is transposed: gq = gS k / sqrt(D) (rows of S are queries).",
          _attention(gq=lambda gS, k, c: gS.swapaxes(-1, -2) @ k * c)),
+    Slip("attention_gq_k_transposed", "In gq, k is transposed: S = q k^T, so gq = gS k / sqrt(D) (k as it is; "
+         "the square shape hid the slip).", _attention(gq=lambda gS, k, c: gS @ k.swapaxes(-1, -2) * c)),
+    Slip("attention_gp_v_not_transposed", "In gP, v is not transposed: y = P v, so gP = gy v^T (the square "
+         "shape hid the slip).", _attention(g_p=lambda gy, v: gy @ v)),
     Slip("attention_gv_not_transposed", "In gv, P is not transposed: y = P v, so gv = P^T gy.",
          _attention(gv=lambda P, gy: P @ gy)),
     Slip("attention_softmax_diagonal_only", "In the softmax step you used P(1 - P), the Jacobian's diagonal only. "
