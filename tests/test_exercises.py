@@ -413,6 +413,15 @@ def test_a_backward_that_never_returns_is_stopped_with_one_line(tmp_path):
     assert not any(line.startswith("case 2/2") for line in lines)
 
 
+def test_a_top_level_that_never_ends_is_stopped_too(tmp_path):
+    path = tmp_path / "my_topo.py"
+    path.write_text("while True:\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "topo", str(path), "--time-limit",
+                           "0.3"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1
+    assert "my_topo.py (before any check) did not finish within 0.3 s: code at its top level never ends." in done.stdout
+
+
 def test_ctrl_c_prints_one_line(tmp_path):
     path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
     process = subprocess.Popen([sys.executable, "-u", "-m", "tensorlab.exercises", "check", "exp_log", str(path),

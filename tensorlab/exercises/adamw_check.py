@@ -52,7 +52,7 @@ SLIPS = {
 
 def check(exercise, path, out=print, time_limit=None):
     """Check the student's adamw_step in every case; True when all pass."""
-    step_fn = find(load(path), "adamw_step", path, kind="function")
+    step_fn = find(load(path, time_limit), "adamw_step", path, kind="function")
     out(f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
         f"tensorlab.optim.AdamW (float64).")
     not_written = []

@@ -30,7 +30,7 @@ BROADCAST_HINT = ("Two arrays whose shapes do not line up: often a sum or mean w
 
 def check(exercise, path, out=print, time_limit=None):
     """Check every case of a gradient exercise against the file at `path`; True when all pass."""
-    module = load(path)
+    module = load(path, time_limit)
     classes = {case.cls: find(module, case.cls, path) for case in exercise.cases}
     out(f"Checking {path} against {len(exercise.cases)} cases: your backward vs finite differences (float64).")
     not_written, passed_cases = set(), []

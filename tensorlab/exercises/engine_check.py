@@ -26,7 +26,7 @@ RECURSION = ("Python stops at about 1000 nested calls, and a graph can be deeper
 
 def check(exercise, path, out=print, time_limit=None):
     """Run the probes of an engine-track exercise on the file at `path`; True when all pass."""
-    module = load(path)
+    module = load(path, time_limit)
     target = find(module, *TARGETS[exercise.name], path)
     probes = PROBES[exercise.name]
     out(f"Checking {path} with {len(probes)} probes.")
