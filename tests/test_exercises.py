@@ -238,6 +238,10 @@ SLIPS = [
     # the chain rule's local derivative
     ("exp_log", ["return gy / self.x", "return gy * self.x"], "You multiplied by x where the derivative of log"),
     ("exp_log", ["return gy / self.x", "return gy / self.x ** 2"], "You divided by x^2"),
+    ("exp_log", ["return gy / self.x", "return gy * np.log(self.x)"], "You multiplied gy by log(x)"),
+    ("exp_log", ["return gy * self.y", "return np.exp(gy)"], "You took exp of gy"),
+    ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a * self.y, self.a.shape"], "You multiplied by y"),
+    ("causal_attention", ["gq = gs @ self.k", "gq = gs.swapaxes(-1, -2) @ self.k"], "In gq, gS is transposed"),
     # embedding
     ("embedding", ["np.add.at(gw, self.ids, gy)", "gw[self.ids] = gy"], "Repeated ids overwrite each other"),
     # attention: the scale, the transposes, the softmax step

@@ -16,6 +16,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from tensorlab.ops.broadcast import unbroadcast
+
 
 @dataclass
 class Slip:
@@ -57,8 +59,6 @@ MATMUL = [
 
 # ----- exp and log: the local derivative -----------------------------------------------------------------------
 EXP = [
-    Slip("exp_times_x", "You multiplied gy by x: the derivative of exp(x) is exp(x) itself (the y forward saved), "
-         "not x (x is what d/dx of x^2 / 2 would give).", lambda s: {"x": s.gy * s.x["x"]}),
     Slip("exp_of_gy", "You took exp of gy: the chain rule multiplies, gx = gy * (dy/dx), it does not compose.",
          lambda s: {"x": np.exp(s.gy)}),
 ]
@@ -254,11 +254,19 @@ CAUSAL_ATTENTION = [
 ]
 
 # ----- the new Function: sqrt's chain rule -------------------------------------------------------------------------
+def _hypot(local):
+    """ga, gb for y = sqrt(a^2 + b^2) with the local derivative dy/da = local(a, y), summed to each input's shape."""
+    def compute(s):
+        a, b, y = s.x["a"], s.x["b"], s.y
+        return {"a": unbroadcast(s.gy * local(a, y), a.shape), "b": unbroadcast(s.gy * local(b, y), b.shape)}
+    return _try(compute)
+
+
 HYPOT = [
     Slip("hypot_no_division", "You left out the division by y: y = sqrt(u) with u = a^2 + b^2, and "
-         "d sqrt(u)/du = 1 / (2 sqrt(u)), so dy/da = a / y.", _try(lambda s: {"a": s.gy * s.x["a"], "b": s.gy * s.x["b"]})),
+         "d sqrt(u)/du = 1 / (2 sqrt(u)), so dy/da = a / y.", _hypot(lambda a, y: a)),
     Slip("hypot_times_y", "You multiplied by y where the chain rule through sqrt divides by it: dy/da = a / y.",
-         _try(lambda s: {"a": s.gy * s.x["a"] * s.y, "b": s.gy * s.x["b"] * s.y})),
+         _hypot(lambda a, y: a * y)),
 ]
 
 SLIPS = {"Hypot": HYPOT, "MatMul": MATMUL, "Exp": EXP, "Log": LOG, "Softmax": SOFTMAX, "LogSoftmaxNLL": LOG_SOFTMAX_NLL,
