@@ -5,8 +5,11 @@ mistake returns (from the reference namespace `s` of stages.reference: the input
 settings, gy, the forward's intermediates s.value and the right gradients s.grad of every
 stage), and when the student's gradient for an input equals the slip's (and the slip's is
 wrong), the checker says `says`, in the student's words. A slip returns {} where it does not
-apply (a shape it cannot have). The right backward is never written here: every stage a slip
-starts from is the engine's own gradient of the reference graph.
+apply (a shape it cannot have). Where it can, a slip starts from the engine's own gradient of a
+stage (attention's gP and gS); where the mistake sits inside a step (RMSNorm's term through the
+normaliser, attention's softmax step), that step is written out with the one piece changed, so
+these functions are as much a teacher's material as the solutions are (the engine's ops in
+tensorlab/ops/ hold the right backwards anyway).
 
 SLIPS maps a class name (the exercise's class in the student's file) to its slips, in the
 order they are tried.
