@@ -361,9 +361,11 @@ def test_a_backward_that_switches_the_watch_off_is_refused(capsys, tmp_path):
 
 def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
     import torch  # noqa: F401 (imported here first, so the student's import inside the time limit is instant)
-    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
-                        "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
-                        "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()")
+    path = plant(tmp_path, "exp_log", "return gy / self.x",
+                 "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
+                 "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()")
+    code, out = run(capsys, "check", "exp_log", path, "--time-limit", "60")  # torch's first backward can be slow
+    assert code == 1
     assert "Log.backward calls another library's autograd (torch: " in out
 
 
