@@ -474,6 +474,10 @@ def main(argv=None, on_step=None):
     except NonFiniteError as err:
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
+    except MemoryError:  # CuPy's OutOfMemoryError is one too
+        print("train.py: error: out of memory; try a smaller --batch-size or --seq-len (the attention of one layer "
+              "holds batch_size * n_heads * seq_len^2 numbers)", file=sys.stderr)
+        return 2
     except SystemExit as exit:  # --help
         return exit.code or 0
     except KeyboardInterrupt:

@@ -208,6 +208,17 @@ def test_a_sequence_length_that_cannot_fit_in_memory(corpus, tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_running_out_of_memory_is_one_line(corpus, tmp_path, capsys):
+    def no_memory(step):
+        raise MemoryError
+
+    status = train.main([str(a) for a in tiny_args(corpus, tmp_path / "run")], on_step=no_memory)
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("train.py")]  # after the run's progress lines
+    assert status == 2 and len(errors) == 1 and "Traceback" not in err
+    assert "out of memory" in errors[0] and "--batch-size" in errors[0] and "--seq-len" in errors[0]
+
+
 # ----- non-finite training ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("flags, what", [
