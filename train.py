@@ -47,7 +47,7 @@ from models.data import split_tokens
 from models.evaluate import evaluate
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
-from models.trainer import NonFiniteError, Trainer
+from models.trainer import MetricsError, NonFiniteError, Trainer
 from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab.serialization import CheckpointError, remove_temporary_files, write_atomically
@@ -169,7 +169,7 @@ def restore(trainer, latest, corpus_sha):
     try:
         state = load_checkpoint(latest, trainer.model)
         exact = trainer.load_state_dict(state)
-    except CheckpointError as err:
+    except (CheckpointError, MetricsError) as err:
         raise UsageError(f"cannot resume: {err}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise UsageError(f"cannot resume: {checkpoint.checkpoint_path(latest)} does not hold a training state "

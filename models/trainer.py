@@ -93,7 +93,7 @@ class Trainer:
         self._restore_schedules(state)
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
-        self.progress = dict(new_progress(None), **state["progress"])
+        self.progress = checked_progress(dict(new_progress(None), **state["progress"]))
         last_eval = self.progress["last_eval_step"]
         self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
@@ -267,6 +267,21 @@ class Trainer:
                 self.save("latest")
 
 
+PROGRESS_TYPES = {"step": int, "elapsed_s": (int, float), "train_time_s": (int, float), "evals_since_best": int,
+                  "snapshots": list, "train_losses": list, "last": dict, "interval_tokens": int,
+                  "interval_time": (int, float), "best_step": (int, type(None)), "last_eval_step": (int, type(None)),
+                  "best_val_loss": (int, float, type(None))}
+
+
+def checked_progress(progress):
+    """`progress` if each counter has its type, else a ValueError naming the ones that do not."""
+    wrong = [f"{key}={progress[key]!r}" for key, kind in PROGRESS_TYPES.items()
+             if not isinstance(progress[key], kind) or isinstance(progress[key], bool)]
+    if wrong:
+        raise ValueError(f"its progress has values of the wrong type: {', '.join(wrong)}")
+    return progress
+
+
 def check_finite(step, cfg, **values):
     """NonFiniteError naming the step, the value and what to try, when one of `values` is NaN or infinite."""
     for name, value in values.items():
@@ -277,10 +292,30 @@ def check_finite(step, cfg, **values):
                                  f"(now {cfg.lr:g}) or {clip}")
 
 
+class MetricsError(ValueError):
+    """metrics.jsonl is not one JSON object per line."""
+
+
 def read_metrics(run_dir):
-    """The rows of a run's metrics.jsonl ([] when there is none yet)."""
+    """The rows of a run's metrics.jsonl ([] when there is none yet); MetricsError naming the file and line."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    if not path.exists():
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise MetricsError(f"{path} is not text (UTF-8); delete it to continue without the old rows") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            raise MetricsError(f"{path} line {number} is not JSON; fix or delete that line") from None
+        if not isinstance(rows[-1], dict) or not isinstance(rows[-1].get("step"), int):
+            raise MetricsError(f"{path} line {number} is not a metrics row (a JSON object with a step)")
+    return rows
 
 
 def write_metrics(run_dir, metrics):

@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -70,8 +71,11 @@ def assert_one_line(status, err, *fragments, code=2):
 
 def test_out_in_a_directory_that_cannot_be_written(corpus, capsys):
     target = Path("/sys/tensorlab-run")
-    if serialization.os.access("/sys", serialization.os.W_OK) and not Path("/sys").is_dir():
-        pytest.skip("no read-only directory to try")
+    try:
+        Path(tempfile.mkstemp(dir="/sys")[1]).unlink()
+        pytest.skip("/sys is writable here: no read-only directory to try")
+    except OSError:
+        pass
     status, _, err = run_main(tiny_args(corpus, target), capsys)
     assert_one_line(status, err, "--out /sys/tensorlab-run: cannot write in /sys", "choose another --out")
 
@@ -110,6 +114,14 @@ def test_a_broken_tokenizer_file(copy, content, capsys):
     assert files(copy) == before
 
 
+@pytest.mark.parametrize("content, fragment", [(b"\x93\xff\x00\x01", "is not text"),
+                                               (b'{"step": 0}\nnot json\n', "line 2 is not JSON")])
+def test_random_bytes_in_metrics_jsonl(copy, content, fragment, capsys):
+    (copy / "metrics.jsonl").write_bytes(content)
+    status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
+    assert_one_line(status, err, f"{copy / 'metrics.jsonl'}", fragment)
+
+
 def test_random_bytes_in_the_config_file(copy, capsys):
     (copy / "config.json").write_bytes(b"\x00\x93\xffnot json")
     status, _, err = run_main(["eval", copy], capsys)
@@ -125,6 +137,15 @@ def test_a_checkpoint_whose_metadata_lacks_keys(copy, capsys):
     status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
     assert_one_line(status, err, "latest.safetensors does not hold a training state", "progress")
     assert files(copy) == before
+
+
+def test_a_checkpoint_whose_progress_has_the_wrong_types(copy, capsys):
+    path = copy / "checkpoints" / "latest.safetensors"
+    tensors, meta = serialization.load(path)
+    meta["progress"].update(step="12", train_losses=None)
+    serialization.save(tensors, meta, path)
+    status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
+    assert_one_line(status, err, "latest.safetensors does not hold a training state", "step='12'", "train_losses=None")
 
 
 @pytest.mark.parametrize("name", ["latest", "best"])
