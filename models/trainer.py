@@ -102,6 +102,8 @@ class Trainer:
     def _restore_schedules(self, state):
         if "schedule" in state:
             self.schedule.load_state_dict(state["schedule"])
+            if not self.cfg.max_minutes:  # a resumed run may be given more --max-steps: the cosine ends there
+                self.schedule.max_steps = max(self.cfg.max_steps, self.schedule.warmup_steps)
             if self.plateau:
                 self.plateau.load_state_dict(state["plateau"])
             return

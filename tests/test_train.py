@@ -171,6 +171,7 @@ def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
     status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6], capsys)
     assert status == 0
     assert [r["step"] for r in read_metrics(out)] == [0, 10, 20, STEPS, STEPS + 6]
+    assert read_metrics(out)[-1]["lr"] > 3e-4  # the cosine now ends at step 30, not 24 (then it would be min_lr)
     assert json.loads((out / "config.json").read_text())["max_steps"] == STEPS + 6
 
 
