@@ -191,6 +191,19 @@ def test_generate_with_a_bad_sampling_setting(run_dir, flags, fragment, capsys):
     assert_one_line(status, err, fragment)
 
 
+def test_a_gpu_run_is_evaluated_and_sampled_on_the_cpu(copy, capsys):
+    if train.backend.gpu_available():
+        pytest.skip("this machine has a GPU: the CPU-only case cannot be shown here")
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps(dict(config, device="cuda")))  # as a GPU run saves it
+    status, _, err = run_main(["eval", copy], capsys)
+    assert_one_line(status, err, "device cuda", "--device cpu")
+    status, out, _ = run_main(["eval", copy, "--device", "cpu"], capsys)
+    assert status == 0 and "val loss" in out
+    status, out, _ = run_main(["generate", copy, "--device", "cpu", "--max-new-tokens", 5], capsys)
+    assert status == 0 and out.strip()
+
+
 def test_eval_and_generate_take_a_device(run_dir, capsys):
     status, out, _ = run_main(["eval", run_dir, "--device", "cpu"], capsys)
     assert status == 0 and "val loss" in out
