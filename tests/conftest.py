@@ -25,16 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tensorlab import backend as _backend  # noqa: E402
 
 NO_GPU_REASON = "no CUDA GPU with CuPy available"
-SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"
 
 
 @pytest.fixture(scope="session")
 def corpus_file():
-    """Tiny Shakespeare for the tests: $TENSORLAB_CORPUS, else ../shared/data beside the checkout (as in .ci/run)."""
-    path = Path(os.environ.get("TENSORLAB_CORPUS") or SHARED_CORPUS)
-    if not path.is_file():
-        pytest.skip(f"no corpus at {path}; set TENSORLAB_CORPUS=PATH")
-    return path
+    """The 64 KB test corpus shipped in tests/data (Tiny Shakespeare's layout, made by make_small_corpus.py).
+
+    Every clone has it, so no test needs ../shared or a download.
+    """
+    return SMALL_CORPUS
 
 
 def pytest_configure(config):
