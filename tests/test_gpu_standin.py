@@ -43,6 +43,8 @@ def test_cupy_operations_refuse_numpy_arrays_but_take_scalars():
                  lambda: cp.concatenate([x, np.ones(3)])):
         with pytest.raises(TypeError, match="Unsupported type <class 'numpy.ndarray'>"):
             make()
+    with pytest.raises(TypeError, match="Unsupported type <class 'list'>"):
+        cp.exp([1.0, 2.0])          # CuPy's ufuncs take only cupy arrays and scalars
     y = np.float32(2) * x + 1.5     # NumPy and Python scalars are fine
     assert isinstance(y, cp.ndarray) and y.get().tolist() == [1.5, 3.5, 5.5]
 

@@ -308,8 +308,13 @@ def take(a, indices, axis=None, out=None):
 
 def _function(name):
     numpy_function = getattr(numpy, name)
+    is_ufunc = isinstance(numpy_function, numpy.ufunc)
 
     def function(*args, **kwargs):
+        if is_ufunc:  # CuPy's ufuncs take only cupy arrays and scalars: a list is refused too
+            for arg in args:
+                if isinstance(arg, (list, tuple)):
+                    _unsupported(arg)
         return _wrap(numpy_function(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
     function.__name__ = function.__qualname__ = name
     return function
