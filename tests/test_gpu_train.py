@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +47,12 @@ def tiny(corpus, out, *extra):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, corpus_file):
-    """The same tiny run on cpu and on cuda, STEPS steps each."""
+    """The same tiny run on cpu and on cuda, STEPS steps each (the two processes side by side)."""
     out = tmp_path_factory.mktemp("gpu_runs")
-    train_py(*tiny(corpus_file, out / "cpu", "--max-steps", STEPS), device="cpu")
-    train_py(*tiny(corpus_file, out / "cuda", "--max-steps", STEPS, "--device", "cuda"))
+    with ThreadPoolExecutor(2) as pool:
+        cpu = pool.submit(train_py, *tiny(corpus_file, out / "cpu", "--max-steps", STEPS), device="cpu")
+        cuda = pool.submit(train_py, *tiny(corpus_file, out / "cuda", "--max-steps", STEPS, "--device", "cuda"))
+        cpu.result(), cuda.result()
     return out / "cpu", out / "cuda"
 
 
