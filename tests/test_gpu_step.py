@@ -2,7 +2,7 @@
 
 Every device-to-host transfer (float(), .item(), bool(), .get(), ...) makes the host wait
 until the GPU has finished all queued work. The stand-in counts them: one training step
-(forward, backward, clip_grad_norm, AdamW) makes exactly one, the clipping's returned norm;
+(forward, backward, clip_grad_norm_, AdamW) makes exactly one, the clipping's returned norm;
 the logged loss (.item()) is a second. Issue 12 allows at most 3.
 """
 import numpy as np
@@ -11,7 +11,7 @@ import pytest
 import tensorlab
 from strict_cupy import cupy_standin
 from tensorlab import functional as F
-from tensorlab.optim import AdamW, clip_grad_norm
+from tensorlab.optim import AdamW, clip_grad_norm_
 from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
 
@@ -33,7 +33,7 @@ def one_step(model, optimizer, rng):
     _, loss = model(ids[:, :-1], ids[:, 1:])
     optimizer.zero_grad()
     loss.backward()
-    clip_grad_norm(model.parameters(), 1.0)
+    clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     return loss
 
@@ -50,7 +50,7 @@ def test_a_training_step_makes_one_transfer_and_two_uploads(counted, pos_encodin
     counted.reset_counts()
 
     loss = one_step(model, optimizer, rng)
-    assert dict(counted.transfers) == {"float": 1}          # clip_grad_norm's total (was 22 + 4 before)
+    assert dict(counted.transfers) == {"float": 1}          # clip_grad_norm_'s total (was 22 + 4 before)
     assert dict(counted.uploads) == {"asarray": 2}          # the batch's inputs and targets; tables are cached
     loss.item()                                              # the logged loss
     assert sum(counted.transfers.values()) == 2 <= 3
