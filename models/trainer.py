@@ -26,7 +26,6 @@ from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
 from models.transformer import TinyTransformerLM
-from tensorlab import backend
 from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
 from tensorlab.serialization import write_atomically
@@ -129,8 +128,8 @@ class Trainer:
         cfg, step = self.cfg, self.progress["step"]
         logged = self._logged(step + 1)  # per-layer statistics only for steps that a metrics row shows
         t0 = time.perf_counter()
-        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.seq_len, self.batch_rng)
-        _, loss = self.model(backend.to_device(x, cfg.device), backend.to_device(y, cfg.device))
+        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.seq_len, self.batch_rng)  # (B, T) on the host
+        _, loss = self.model(x, y)  # the model checks host ids on the host, then moves them: no GPU sync
         self.optimizer.zero_grad()
         loss.backward()
         layer_norms = grad_norms(self.groups) if logged else None

@@ -2,9 +2,9 @@
 
 `manual_seed(s)` makes a run repeatable; `get_state()`/`set_state()` give a
 JSON-friendly snapshot, so a checkpoint can resume the exact same stream on the CPU.
-A GPU generator's state lives in device memory and cannot be saved: `get_state()`
-records that one was used, and `set_state()` then returns False (the GPU stream
-restarts from the seed, so a resumed GPU run draws other dropout masks).
+A GPU generator's state lives in device memory and is not saved: `get_state()`
+records that one was used, and `set_state()` then returns False (a resumed GPU run
+draws other dropout masks than an uninterrupted one).
 """
 from tensorlab import backend
 
@@ -35,6 +35,5 @@ def set_state(state):
     """Restore a state from `get_state()`; returns whether the restored streams are exactly the saved ones."""
     global _seed
     _seed = state.get("seed", _seed)
-    _generators.pop("cuda", None)
     generator("cpu").bit_generator.state = state.get("cpu", state)  # older checkpoints: the CPU state alone
     return not state.get("gpu_used", False)
