@@ -179,8 +179,9 @@ def restore(trainer, latest, corpus_sha):
                          f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
                          f"give that file with --data")
     if not exact:
-        print("note: the GPU dropout generator's state cannot be saved, so this resumed run draws other dropout "
-              "masks than an uninterrupted one would (not bitwise exact)", file=sys.stderr)
+        print(f"note: {checkpoint.checkpoint_path(latest)} was saved on a GPU before tensorlab saved the dropout "
+              "draw counts, so this resumed run draws other dropout masks than an uninterrupted one would",
+              file=sys.stderr)
 
 
 # ----- training ------------------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ class Trainer:
     def load_state_dict(self, state):
         """Continue from `state` (a checkpoint); the metrics rows after its last evaluation are dropped.
 
-        Returns False when the random streams cannot be restored exactly (dropout on a GPU).
+        Returns False when the random streams cannot be restored exactly (a GPU run saved before the draw counts).
         """
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -96,7 +96,7 @@ class Trainer:
         last_eval = self.progress["last_eval_step"]
         self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
-        return not self.tensorlab_rng.get("gpu_used", False)
+        return tl_random.restores_exactly(self.tensorlab_rng)
 
     def _restore_schedules(self, state):
         if "schedule" in state:

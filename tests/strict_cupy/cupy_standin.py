@@ -348,11 +348,29 @@ linalg.norm = lambda x, ord=None, axis=None, keepdims=False: _wrap(numpy.linalg.
 
 # ----- cupy.random: the Generator API ------------------------------------------------------------------
 
-class _Generator:
-    """cupy.random.Generator: random, standard_normal, integers, uniform; size=None gives a 0-d array."""
+class _BitGenerator:
+    """cupy.random.XORWOW / Philox4x3210(seed=None, *, size=-1): a cuRAND generator seeded with 32 bits.
 
-    def __init__(self, seed):
-        self._rng = numpy.random.default_rng(seed)
+    As in CuPy, the seed (None, int, array_like[ints] or a SeedSequence) goes through
+    numpy.random.SeedSequence, which gives the one 32-bit number that seeds cuRAND. The
+    stream comes from NumPy's Philox keyed with it (not cuRAND's stream); it is computed
+    on the host at once, like every stand-in array, and no transfer is counted.
+    """
+
+    def __init__(self, seed=None, *, size=-1):
+        seed_seq = seed if isinstance(seed, numpy.random.SeedSequence) else numpy.random.SeedSequence(seed)
+        self._seed = seed_seq.generate_state(1, numpy.uint32)[0]
+        self._numpy = numpy.random.Generator(numpy.random.Philox(key=int(self._seed)))
+
+
+class _Generator:
+    """cupy.random.Generator(bit_generator): random, standard_normal, integers, uniform; size=None gives a 0-d array."""
+
+    def __init__(self, bit_generator):
+        if not isinstance(bit_generator, _BitGenerator):
+            raise TypeError(f"cupy.random.Generator takes a BitGenerator, got {type(bit_generator).__name__}")
+        self.bit_generator = bit_generator
+        self._rng = bit_generator._numpy
 
     def random(self, size=None, dtype=numpy.float64, out=None):
         return self._fill(self._rng.random(size=() if size is None else size, dtype=dtype), out)
@@ -375,7 +393,9 @@ class _Generator:
 
 
 random = types.ModuleType("cupy.random")
-random.default_rng = lambda seed=None: _Generator(seed)
+random.XORWOW = type("XORWOW", (_BitGenerator,), {"__module__": "cupy.random"})
+random.Philox4x3210 = type("Philox4x3210", (_BitGenerator,), {"__module__": "cupy.random"})
+random.default_rng = lambda seed=None: _Generator(random.XORWOW(seed))
 random.Generator = _Generator
 
 
