@@ -91,6 +91,15 @@ def test_random_generator_has_cupy_s_api():
     assert ints.dtype == np.int64 and 0 <= int(ints.min()) and int(ints.max()) < 5
 
 
+def test_a_generator_takes_a_bit_generator_seeded_through_a_seed_sequence():
+    def draw(seed):
+        return cp.random.Generator(cp.random.Philox4x3210(seed)).random(8, dtype=np.float32).get()
+    assert np.array_equal(draw([3, 1]), draw(np.random.SeedSequence([3, 1])))   # a list goes through SeedSequence
+    assert not np.array_equal(draw([3, 1]), draw([3, 2]))
+    with pytest.raises(TypeError, match="takes a BitGenerator"):
+        cp.random.Generator(0)
+
+
 @pytest.mark.skipif(strict_cupy.real_gpu_present(), reason="a real GPU is present: the stand-in never replaces it")
 def test_active_installs_it_for_one_block_and_puts_everything_back():
     before = sys.modules.get("cupy"), tl_backend._cupy

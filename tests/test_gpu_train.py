@@ -87,11 +87,54 @@ def test_resume_on_cuda_is_exact(runs, tmp_path, corpus_file):
     assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: tensorlab.random.get_state() saves only the CPU generator, so a "
-                                       "run resumed on a GPU draws other dropout masks than the uninterrupted run")
+def test_resume_on_cuda_with_dropout_is_exact(tmp_path, corpus_file):
+    """Dropout draws on the device; the draw count in the checkpoint makes the resumed masks the same."""
+    args = ("--dropout", 0.2, "--device", "cuda")
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(train_py, *tiny(corpus_file, whole, "--max-steps", STEPS, *args))
+        second = pool.submit(train_py, *tiny(corpus_file, resumed, "--max-steps", 8, *args))
+        first.result(), second.result()
+    train_py("--resume", resumed, "--max-steps", STEPS)
+    assert [r["step"] for r in metrics(resumed)] == [0, 8, 10, STEPS]
+    got, want = untimed_metrics(resumed), untimed_metrics(whole)
+    del got[2]["train_loss"], want[1]["train_loss"]  # step 10's: the mean since step 8's evaluation in the resumed run
+    assert [r for r in got if r["step"] != 8] == want    # every other number, bitwise
+    a = read_checkpoint(whole / "checkpoints" / "latest")
+    b = read_checkpoint(resumed / "checkpoints" / "latest")
+    assert a["tensorlab_rng"]["device_draws"]["cuda"] > 0          # the run really drew masks on the device
+    assert a["tensorlab_rng"] == b["tensorlab_rng"]
+    assert_bitwise_equal(a["model"], b["model"])
+    assert_bitwise_equal(a["optimizer"], b["optimizer"])
+
+
+def untimed_metrics(run_dir):
+    return [{k: v for k, v in row.items() if k not in ("tokens_per_s", "elapsed_s")} for row in metrics(run_dir)]
+
+
+def assert_bitwise_equal(a, b, where=""):
+    """Nested dicts/lists of arrays and numbers are equal bit for bit."""
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), where
+        for k in a:
+            assert_bitwise_equal(a[k], b[k], f"{where}/{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_bitwise_equal(x, y, f"{where}/{i}")
+    else:
+        assert np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype, where
+
+
 def test_the_random_state_covers_the_cuda_generator(cuda):
     tensorlab.manual_seed(0)
+    first = tensorlab.random.generator("cuda").random(1000).get()
     state = tensorlab.random.get_state()
-    first = tensorlab.random.generator("cuda").random(5).get()
+    second = tensorlab.random.generator("cuda").random(1000).get()
+    assert state["device_draws"] == {"cuda": 1} and json.loads(json.dumps(state)) == state
+    assert not np.array_equal(first, second)                     # each draw continues the stream
     tensorlab.random.set_state(state)
-    assert np.array_equal(tensorlab.random.generator("cuda").random(5).get(), first)
+    assert np.array_equal(tensorlab.random.generator("cuda").random(1000).get(), second)
+    tensorlab.manual_seed(0)
+    assert np.array_equal(tensorlab.random.generator("cuda").random(1000).get(), first)
+
