@@ -6,8 +6,9 @@ JSON-friendly snapshot (plain numbers), so a checkpoint resumes the exact same s
 On the CPU one NumPy Generator, made from the seed, serves every draw; its state is
 NumPy's JSON-friendly `bit_generator.state`. A GPU generator's state lives in device
 memory and cannot be saved, so a GPU keeps none: each draw there takes a fresh
-counter-based generator (cuRAND Philox4x32-10, whose setup is one cheap kernel) keyed
-by (seed, number of draws made on that device so far). The state of the GPU stream is
+generator keyed by (seed, number of draws made on that device so far): cuRAND's
+Philox4x32-10, counter-based, so setting it up takes a state allocation and one init
+kernel with no skip-ahead work (XORWOW's init would skip ahead per thread). The state of the GPU stream is
 then that count, and restoring it continues the stream exactly. CuPy derives a 32-bit
 cuRAND seed from each key (`numpy.random.SeedSequence(key).generate_state(1, uint32)`),
 so two draws of a long run may share a stream (about n^2 / 2^33 pairs in n draws):
