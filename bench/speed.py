@@ -191,14 +191,14 @@ class Worker:
 
     def ask(self, command, arg=None):
         """Send a command (None: only wait) and return the worker's answer, or raise WorkerDied."""
-        if command is not None:
-            self.conn.send((command, arg))
-        if not self.conn.poll(self.timeout):
-            self.stop()
-            raise WorkerDied(f"{self.framework} worker: no answer to {command!r} within {self.timeout:.0f} s")
         try:
+            if command is not None:
+                self.conn.send((command, arg))
+            if not self.conn.poll(self.timeout):
+                self.stop()
+                raise WorkerDied(f"{self.framework} worker: no answer to {command!r} within {self.timeout:.0f} s")
             status, value = self.conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the pipe's other end is gone (OSError: broken pipe, connection reset)
             self.process.join(5)
             raise WorkerDied(f"{self.framework} worker died (exit code {self.process.exitcode}) "
                              f"during {command!r}") from None
