@@ -1,15 +1,18 @@
-"""Training-step speed and memory of tensorlab against PyTorch eager, measured in one run.
+"""Training-step speed and memory of tensorlab against PyTorch eager, measured the way training runs.
 
 For each model config, two worker processes build the same model (tensorlab, and the
-PyTorch twin from tests/torch_twin.py with weights copied through state_dict). The
-parent then alternates them step by step (forward, backward, gradient clipping, AdamW),
-so both see the same machine conditions, with a pause before each step so the other
-worker's spinning threads are idle again (without it, OpenBLAS threads still spinning
-after a tensorlab step slow the PyTorch step down by 2x on 2 cores), and reports the median step time after
-warm-up, tokens per second, the ratio tensorlab/PyTorch, and each worker's peak
-resident memory. Each worker imports only its own framework and uses the same
-number of threads. With --memory-steps N the tensorlab worker also runs N steps and
-reports how its resident memory moved (flat means no graph is kept alive).
+PyTorch twin from tests/torch_twin.py with weights copied through state_dict), each
+importing only its own framework and using the same number of threads. After a few
+warm-up steps each, the parent asks them in turn for blocks of consecutive steps
+(forward, backward, gradient clipping, AdamW; no pause inside a block), alternating
+A B A B, so both see the same drift of the machine. Between blocks it idles --settle
+seconds so the other worker's BLAS threads stop spinning. A block's time is its median
+step; the reported ratio tensorlab/PyTorch is the median over the pairs of blocks.
+Also reported: tokens per second, each worker's peak resident memory and generation
+speed (tensorlab with and without its key/value cache, PyTorch's loop without one).
+A worker that raises, dies or stays silent past --timeout ends the benchmark with its
+error. With --memory-steps N the tensorlab worker also runs N steps and reports how
+its resident memory moved (flat means no graph is kept alive).
 
     python bench/speed.py                       # CPU, seed configs and the default config
     python bench/speed.py --device cuda         # CuPy against PyTorch CUDA
