@@ -30,7 +30,7 @@ class TinyTransformerLM(Module):
             TransformerBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.bias,
                              rope=c.pos_encoding == "rope", norm_eps=c.norm_eps, n_layers=c.n_layers, dtype=dtype)
             for _ in range(c.n_layers))
-        self.norm = RMSNorm(c.d_model, c.norm_eps, dtype)
+        self.norm = RMSNorm(c.d_model, c.norm_eps, dtype=dtype)
         if not c.tie_weights:
             self.head = Linear(c.d_model, c.vocab_size, bias=False, dtype=dtype)         # (V, C)
         self._sinusoids = {}  # (device, dtype) -> (T_max, C) constant table

@@ -38,9 +38,9 @@ class TransformerBlock(Module):
     def __init__(self, d_model, n_heads, d_ff, dropout=0.0, activation="gelu", bias=True, rope=False,
                  norm_eps=1e-5, n_layers=1, dtype=np.float32):
         super().__init__()
-        self.norm1 = RMSNorm(d_model, norm_eps, dtype)
+        self.norm1 = RMSNorm(d_model, norm_eps, dtype=dtype)
         self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype)
-        self.norm2 = RMSNorm(d_model, norm_eps, dtype)
+        self.norm2 = RMSNorm(d_model, norm_eps, dtype=dtype)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias, n_layers, dtype)
 
     def forward(self, x, return_attention=False, kv_cache=None):
