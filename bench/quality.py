@@ -63,7 +63,7 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
 
 def _tensorlab(cfg, weights, threads):
     from models.transformer import TinyTransformerLM, inference
-    from tensorlab.optim import AdamW, clip_grad_norm, weight_decay_groups
+    from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
     model = TinyTransformerLM(cfg.model_config(cfg.vocab_size))
     model.load_state_dict(weights)
     optimizer = AdamW(weight_decay_groups(model.named_parameters(), cfg.weight_decay), lr=cfg.lr,
@@ -76,7 +76,7 @@ def _tensorlab(cfg, weights, threads):
         optimizer.zero_grad()
         loss.backward()
         if cfg.grad_clip:
-            clip_grad_norm(model.parameters(), cfg.grad_clip)
+            clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         return float(loss.item())
 

@@ -28,7 +28,7 @@ def test_cached_logits_match_the_full_forward_position_by_position(pos_encoding)
         pieces = [model(ids[:, :4], kv_caches=caches)[0].data]
         pieces += [model(ids[:, t:t + 1], kv_caches=caches)[0].data for t in range(4, CONTEXT)]
     error = np.abs(np.concatenate(pieces, axis=1) - full).max()
-    assert error < 1e-5, error                                          # achieved: about 1e-6 in float32
+    assert error < 2e-6, error                                          # achieved: 4e-8 to 1.8e-7 in float32
     assert caches[0].length == CONTEXT
 
 
