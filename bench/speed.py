@@ -286,7 +286,8 @@ def print_result(r):
           f"peak memory ratio: {r['memory_ratio']:.3f}")
     if "generate_tokens_per_s" in tl:
         print(f"  generation tokens/s: tensorlab cached {tl['generate_cached_tokens_per_s']:.1f}, "
-              f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, pytorch uncached {pt['generate_tokens_per_s']:.1f}")
+              f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, "
+              f"pytorch uncached {pt['generate_tokens_per_s']:.1f}")
     if "rss_mb_over_steps" in tl:
         rss = tl["rss_mb_over_steps"]
         print(f"  tensorlab RSS over {len(rss)} samples of the memory run: first {rss[0]:.0f} MB, "

@@ -29,7 +29,8 @@ def test_a_worker_runs_a_block_of_steps(worker):
 
 
 def test_an_exception_in_the_worker_ends_the_benchmark_with_it(worker):
-    with pytest.raises(WorkerDied, match="(?s)tensorlab worker failed during 'fail'.*RuntimeError: worker asked to fail"):
+    expected = "(?s)tensorlab worker failed during 'fail'.*RuntimeError: worker asked to fail"
+    with pytest.raises(WorkerDied, match=expected):
         worker.ask("fail")
 
 
