@@ -316,6 +316,13 @@ CASES = {
         Case("T5-D2", lambda x: F.rope(x, *rope_tables(5, 2, x)),
              lambda x: torch_rope(x, *rope_tables(5, 2, x)), randn(5, 2)),
     ],
+    # ----- device and dtype moves in the graph (a float32 round trip: tests/test_convert.py)
+    "to": [
+        Case("to-cpu", lambda x: F.to(x, "cpu"), lambda x: x.to("cpu"), randn(3, 4)),
+    ],
+    "astype": [
+        Case("own-dtype-copy", lambda x: F.astype(x, x.dtype), lambda x: x.clone(), randn(2, 3)),
+    ],
     "dropout": [
         Case("p0.3", DROPOUT_03.tl, DROPOUT_03.torch, randn(4, 6)),
         Case("p0.7", DROPOUT_07.tl, DROPOUT_07.torch, randn(3, 5)),

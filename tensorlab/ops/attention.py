@@ -21,6 +21,7 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops.dropout import dropout_mask
+from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
 _future_bias = {}  # (T, dtype, device) -> (T, T) array: 0 on and below the diagonal, -inf above
@@ -62,8 +63,7 @@ class CausalAttention(Function):
         for b in backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q):
             s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
             s += bias
-            s -= s.max(axis=-1, keepdims=True)                     # stable: every row keeps its diagonal
-            xp.exp(s, out=s)
+            exp_and_max(s, axis=-1, out=s)                         # exp(S - rowmax), in place
             s *= 1 / s.sum(axis=-1, keepdims=True)                 # P: rows sum to 1
             xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])   # (P * M) v
         return y                                                    # (B, H, T, D)
