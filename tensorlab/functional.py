@@ -26,7 +26,7 @@ from tensorlab.ops.softmax import LogSoftmax, Softmax
 from tensorlab.tensor import Tensor
 
 __all__ = [
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu",
     "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split", "chunk",
     "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
     "rms_norm", "layer_norm", "dropout", "causal_attention", "rope", "to", "astype",
@@ -45,6 +45,7 @@ def sqrt(x): return _ew.Sqrt()(x)
 def tanh(x): return _ew.Tanh()(x)
 def sigmoid(x): return _ew.Sigmoid()(x)
 def relu(x): return _ew.Relu()(x)
+def silu(x): return _ew.Silu()(x)  # x * sigmoid(x)
 
 
 def to(x, device):

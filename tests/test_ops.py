@@ -152,6 +152,10 @@ CASES = {
         Case("large", F.sigmoid, torch.sigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
     ],
     "relu": [Case("matrix", F.relu, torch.relu, away_from_zero(3, 4))],
+    "silu": [
+        Case("matrix", F.silu, TF.silu, randn(3, 4, scale=3)),
+        Case("large", F.silu, TF.silu, np.array([-80.0, -20.0, 0.0, 20.0, 80.0])),  # no overflow in the tails
+    ],
     "gelu": [
         Case("exact-erf", F.gelu, TF.gelu, randn(3, 4, scale=2)),
         Case("tanh", lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh"),
