@@ -54,6 +54,7 @@ def tree_copy(tmp_path_factory):
         ("tensorlab/backend.py", "from tensorlab import tensor", "backend < tensor < ops"),
         ("tensorlab/graph/dot.py", "import models.transformer", "The teaching tools stand on the engine alone"),
         ("models/data.py", "import tests.reference", "Neither the engine nor the model imports tests or bench"),
+        ("tensorlab/ops/elementwise.py", "import cupy", "Only tensorlab.backend knows CuPy exists"),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(tree_copy, module, planted, contract):
