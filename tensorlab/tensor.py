@@ -12,7 +12,7 @@ inputs (the chain rule, one node at a time).
 Gradients accumulate: each `backward()` adds into the `.grad` of the leaves
 (tensors made by the user with requires_grad=True), exactly as in PyTorch, until
 you clear them (`x.grad = None`, or `optimizer.zero_grad()`). Intermediate
-tensors keep no `.grad`. After `backward()` the graph is released, so a second
+tensors keep no `.grad` unless asked to (`retain_grad()`). After `backward()` the graph is released, so a second
 `backward()` through it is an error unless the first one passed retain_graph=True.
 """
 import contextlib
@@ -33,6 +33,11 @@ _grad_mode = _GradMode()
 # Callbacks observer(fn, output_grads, input_grads) that backward() calls after each
 # Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
 backward_observers = []
+
+# The Modules whose forward is running, outermost first, as (path, class name, call number): Module.__call__
+# pushes and pops them, and each Function that records a graph keeps a copy (`.scope`), which is
+# how tensorlab.graph groups ops by the module that made them.
+module_scope = []
 
 
 @contextlib.contextmanager
@@ -64,6 +69,7 @@ class Tensor:
         self.requires_grad = requires_grad
         self.creator = None      # the Function that produced this tensor, None for leaves
         self.output_index = 0    # which of the creator's outputs this tensor is
+        self.retains_grad = False  # an intermediate that keeps its .grad (see retain_grad)
 
     # ----- array facts -------------------------------------------------------------------------
     @property
@@ -124,6 +130,15 @@ class Tensor:
         dtype); an integer or bool copy takes no gradient. `.detach().astype(dtype)` gives a leaf."""
         return F.astype(self, dtype)
 
+    def retain_grad(self):
+        """Keep this intermediate tensor's gradient in .grad after backward, as leaves do (PyTorch's name).
+
+        It accumulates like a leaf's. On a leaf that requires grad it changes nothing.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad(): this tensor does not require grad, so it gets no gradient")
+        self.retains_grad = self.creator is not None
+
     # ----- the backward walk -------------------------------------------------------------------
     def backward(self, grad=None, retain_graph=False):
         """Add d(self)/d(leaf) * grad into the .grad of every leaf that requires grad.
@@ -135,8 +150,9 @@ class Tensor:
             raise RuntimeError("backward(): this tensor does not require grad; "
                                "create the inputs with requires_grad=True")
         grad = self._initial_grad(grad)
-        if self.creator is None:
+        if self.creator is None or self.retains_grad:
             _accumulate_into_leaf(self, grad)
+        if self.creator is None:
             return
         order = topological_order(self.creator)  # first: it explains a graph freed by an earlier backward()
         pending = {self.creator: _empty_slots(self.creator)}
@@ -155,9 +171,9 @@ class Tensor:
                 if gx is None or not tensor.requires_grad:
                     continue
                 gx = _check_grad(fn, tensor, gx)
-                if tensor.creator is None:
+                if tensor.creator is None or tensor.retains_grad:
                     _accumulate_into_leaf(tensor, gx)
-                else:
+                if tensor.creator is not None:
                     slots = pending.setdefault(tensor.creator, _empty_slots(tensor.creator))
                     i = tensor.output_index
                     slots[i] = gx if slots[i] is None else slots[i] + gx
@@ -266,6 +282,7 @@ class Function:
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
         if needs_graph:
             self.inputs = tensors
+            self.scope = tuple(module_scope)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i

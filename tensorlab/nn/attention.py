@@ -49,6 +49,7 @@ class CausalSelfAttention(Module):
         B, T, C = x.shape
         H, D = self.n_heads, C // self.n_heads
         q, k, v = F.chunk(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
+        q.name, k.name, v.name = "q", "k", "v"                          # labels in tensorlab.graph
         q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
         if self.rope:
             cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
