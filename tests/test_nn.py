@@ -31,6 +31,20 @@ def twin_config(**overrides):
     return SimpleNamespace(**values)
 
 
+class TorchSwiGLU(torch.nn.Module):
+    """The reference for nn.SwiGLUFeedForward, written from its formula: proj(silu(gate(x)) * up(x))."""
+
+    def __init__(self, d_model, d_ff, bias=True, dropout=0.0):
+        super().__init__()
+        self.gate = torch.nn.Linear(d_model, d_ff, bias=bias)
+        self.up = torch.nn.Linear(d_model, d_ff, bias=bias)
+        self.proj = torch.nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.proj(torch.nn.functional.silu(self.gate(x)) * self.up(x)))
+
+
 @dataclass
 class Row:
     name: str
@@ -82,6 +96,9 @@ ROWS = [
         lambda: nn.FeedForward(16, 24, activation="relu", dropout=0.5, bias=False, dtype=np.float64),
         lambda: torch_twin.TorchFeedForward(twin_config(activation="relu", dropout=0.5, bias=False)),
         training=False),
+    Row("swiglu-feed-forward", lambda: nn.SwiGLUFeedForward(16, 24, dtype=np.float64), lambda: TorchSwiGLU(16, 24)),
+    Row("swiglu-no-bias-dropout-eval", lambda: nn.SwiGLUFeedForward(16, 8, dropout=0.5, bias=False, dtype=np.float64),
+        lambda: TorchSwiGLU(16, 8, bias=False, dropout=0.5), training=False),
     Row("block-eps-0.1-rope", lambda: nn.TransformerBlock(16, 4, 24, rope=True, norm_eps=0.1, dtype=np.float64),
         lambda: torch_twin.TorchBlock(twin_config(pos_encoding="rope", norm_eps=0.1)), scale=0.3),
     Row("block-relu-no-bias-eval",
