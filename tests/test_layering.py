@@ -2,7 +2,8 @@
 
 The contracts: backend < tensor < ops < functional < nn, optim < the teaching tools (gradcheck, graph,
 exercises), which import no model, test, benchmark or torch; tensorlab < models < bench; neither tensorlab
-nor models imports tests or bench; bench never imports tests. train.py is a script, not a package, so
+nor models imports tests, bench or teachers/ (the exercise solutions, kept out of the wheel); bench never
+imports tests; only tensorlab.backend imports CuPy. train.py is a script, not a package, so
 import-linter cannot see it: test_train_py_imports_neither_tests_nor_bench checks it here.
 Each planted test copies the checked packages, adds one forbidden import and watches lint-imports fail.
 """
@@ -53,8 +54,13 @@ def tree_copy(tmp_path_factory):
         ("tensorlab/ops/softmax.py", "import tensorlab.nn", "backend < tensor < ops"),  # a layer reaching up
         ("tensorlab/backend.py", "from tensorlab import tensor", "backend < tensor < ops"),
         ("tensorlab/graph/dot.py", "import models.transformer", "The teaching tools stand on the engine alone"),
-        ("models/data.py", "import tests.reference", "Neither the engine nor the model imports tests or bench"),
+        (
+            "models/data.py",
+            "import tests.reference",
+            "Neither the engine nor the model imports tests, bench or the teachers",
+        ),
         ("tensorlab/ops/elementwise.py", "import cupy", "Only tensorlab.backend knows CuPy exists"),
+        ("tensorlab/exercises/check.py", "import teachers.solutions", "the teachers' solutions"),
     ],
 )
 def test_a_planted_forbidden_import_breaks_its_contract(tree_copy, module, planted, contract):
