@@ -43,13 +43,13 @@ def test_to_the_same_device_is_the_tensor_itself_and_detach_gives_a_leaf(backend
     assert y.is_leaf and not y.requires_grad and y.device == backend.device
 
 
-def test_to_another_device_passes_the_gradient_back_to_the_source_device(backend):
-    if backend.device == "cpu":
-        pytest.skip("needs a second device: runs on CuPy (a GPU, or the strict stand-in)")
+@pytest.mark.parametrize("source, target", [("cuda", "cpu"), ("cpu", "cuda")])
+def test_to_another_device_passes_the_gradient_back_to_the_source_device(cuda, source, target):
+    """On a GPU, or on the strict CuPy stand-in (tests/strict_cupy), which refuses mixed-device arithmetic."""
     w = np.arange(3.0)
-    x = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
-    y = x.to("cpu")
-    assert y.device == "cpu" and not y.is_leaf
-    (y * tensorlab.tensor(w)).sum().backward()
+    x = tensorlab.tensor(np.ones(3), requires_grad=True, device=source)
+    y = x.to(target)
+    assert y.device == target and not y.is_leaf
+    (y * tensorlab.tensor(w, device=target)).sum().backward()
     assert x.grad is not None and type(x.grad) is type(x.data)  # on the source device
-    np.testing.assert_array_equal(tensorlab.tensor(x.grad).numpy(), w)  # d(sum(w * x))/dx = w
+    np.testing.assert_array_equal(tensorlab.backend.to_device(x.grad, "cpu"), w)  # d(sum(w * x))/dx = w
