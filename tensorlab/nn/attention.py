@@ -16,7 +16,7 @@ from tensorlab.nn import init
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 from tensorlab.nn.positional import apply_rope, rope_tables
-from tensorlab.ops.attention import CausalAttention
+from tensorlab.ops.attention import CausalAttention, causal_mask
 from tensorlab.tensor import Tensor
 
 
@@ -78,7 +78,7 @@ class CausalSelfAttention(Module):
             while len(self._constants) >= self.MAX_CACHED:
                 del self._constants[next(iter(self._constants))]        # drop the least recently used
             if name == "future":
-                array = np.triu(np.ones((T, T), dtype=bool), k=1)       # (T, T): True where key is after query
+                array = causal_mask(T)                                  # (T, T): True where key is after query
             else:
                 cos, sin = rope_tables(T, like.shape[-1] // self.n_heads)
                 array = (cos if name == "cos" else sin).astype(like.dtype)

@@ -27,11 +27,23 @@ from tensorlab.tensor import Function
 _future_bias = {}  # (T, dtype, device) -> (T, T) array: 0 on and below the diagonal, -inf above
 
 
+def causal_mask(T_q, T_k=None):
+    """The causal mask, on the host: (T_q, T_k) bools, True where key j is in query i's future.
+
+    The queries are the last T_q of the T_k positions (T_k > T_q after a key/value cache), so
+    query i sits at position i + T_k - T_q and sees keys 0..i + T_k - T_q. The one builder of the
+    mask in the engine: causal_bias and tensorlab/nn/attention.py use it.
+    """
+    T_k = T_q if T_k is None else T_k
+    return np.triu(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q + 1)
+
+
 def causal_bias(T, dtype, device):
-    """The additive causal mask, built once per length, dtype and device."""
+    """The additive causal mask (0 where a key may be seen, -inf in the future), built once per length, dtype
+    and device."""
     key = (T, np.dtype(dtype).str, device)
     if key not in _future_bias:
-        bias = np.triu(np.full((T, T), -np.inf, dtype=dtype), k=1)
+        bias = np.where(causal_mask(T), -np.inf, 0).astype(dtype)
         _future_bias[key] = backend.to_device(bias, device)
     return _future_bias[key]
 
