@@ -11,7 +11,8 @@ from models import plots
 from models.checkpoint import load_checkpoint
 from models.evaluate import device_of
 from models.transformer import TinyTransformerLM, inference
-from tensorlab import backend
+from tensorlab import backend, tensor
+from tensorlab import functional as F
 from tensorlab.serialization import write_atomically
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
@@ -127,8 +128,7 @@ def topk_table(model, tokenizer, prompts=TOPK_PROMPTS, k=5):
         with inference(model):
             logits, _ = model(backend.to_device(ids[None, :], device_of(model)))               # (1, T, V)
         last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)                  # (V,)
-        probs = np.exp(last - last.max())
-        probs /= probs.sum()                                                                    # softmax
+        probs = F.softmax(tensor(last)).numpy()                                                # (V,)
         best = np.argsort(probs)[::-1][:k]
         cells = [f"`{_md(label)}` {probs[i]:.3f}" for i, label in zip(best, tokenizer.token_strings(best))]
         lines.append(f"| {_md(prompt)} | " + " | ".join(cells) + " |")
