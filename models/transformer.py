@@ -108,6 +108,5 @@ def sample_next(logits, temperature, top_k, rng):
     if top_k is not None:
         kth_largest = np.sort(logits, axis=-1)[:, -top_k][:, None]     # (B, 1)
         logits = np.where(logits < kth_largest, -np.inf, logits)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
+    probs = F.softmax(Tensor(logits), axis=-1).data                     # (B, V), the engine's softmax
     return (probs.cumsum(axis=-1) > rng.random((len(probs), 1))).argmax(axis=-1)
