@@ -43,8 +43,8 @@ class TransformerBlock(Module):
         self.norm2 = RMSNorm(d_model, norm_eps, dtype=dtype)
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias, n_layers, dtype)
 
-    def forward(self, x, return_attention=False):
-        a, att = self.attn(self.norm1(x), return_attention=True)
+    def forward(self, x, return_attention=False, kv_cache=None):
+        a, att = self.attn(self.norm1(x), return_attention=True, kv_cache=kv_cache)
         x = x + a                                                       # (B, T, C)
         x = x + self.ffn(self.norm2(x))                                 # (B, T, C)
         return (x, att) if return_attention else x
