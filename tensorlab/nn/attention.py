@@ -106,7 +106,7 @@ class CausalSelfAttention(Module):
             q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
         k, v = kv_cache.extend(k, v)                                    # (B, H, start + T, D)
         # query i sits at position start + i and may see keys 0..start + i
-        future = Tensor(backend.to_device(np.triu(np.ones((T, start + T), dtype=bool), k=start + 1), x.device))
+        future = Tensor(backend.to_device(causal_mask(T, start + T), x.device))   # (T, start + T)
         return composed_attention(q, k, v, future, self.attn_dropout)
 
     def _constant(self, name, T, like):
