@@ -14,14 +14,14 @@ attend to the cached keys plus their own (inference only: no graph runs through 
 """
 import numpy as np
 
-from tensorlab import backend, is_grad_enabled
+from tensorlab import backend
 from tensorlab import functional as F
 from tensorlab.nn import init
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 from tensorlab.nn.positional import apply_rope, rope_tables
 from tensorlab.ops.attention import CausalAttention, causal_mask
-from tensorlab.tensor import Tensor
+from tensorlab.tensor import Tensor, is_grad_enabled
 
 
 def composed_attention(q, k, v, future, dropout):
