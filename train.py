@@ -37,10 +37,12 @@ import tensorlab
 from models import plots
 from models.checkpoint import load_checkpoint, restore_training_state, save_checkpoint, save_snapshot
 from models.corpus import CorpusError, load_corpus, sha256_hex
-from models.data import random_windows, split_tokens
+from models.data import random_window_split, random_windows, split_tokens
 from models.evaluate import evaluate
+from models.export import cmd_export
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
 from models.report import sweep_table, write_outputs
+from models.preprocess import preprocess
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.transformer import TinyTransformerLM
@@ -66,23 +68,27 @@ def on_step(step):
 def load_data(cfg, tokenizer=None):
     """The corpus as (tokenizer, train ids, val ids, corpus sha256); trains the tokenizer unless one is given."""
     try:
-        text = load_corpus(cfg.data)
+        text = preprocess(load_corpus(cfg.data), cfg.preprocess)
         if tokenizer is None:
-            tokenizer = BPETokenizer.train(text, cfg.vocab_size, cfg.pretokenizer)
+            tokenizer = BPETokenizer.train(text, cfg.model.vocab_size, cfg.pretokenizer)
         train_ids, val_ids = split_tokens(tokenizer.encode(text), cfg.val_fraction)
     except (CorpusError, ValueError) as err:
         raise UsageError(str(err)) from None
+    seq_len = cfg.model.context_len
     for split, ids in (("training", train_ids), ("validation", val_ids)):
-        if len(ids) < cfg.seq_len + 1:
-            raise UsageError(f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={cfg.seq_len} "
-                             f"needs at least {cfg.seq_len + 1}; use more text, a smaller --seq-len or another "
+        if len(ids) < seq_len + 1:
+            raise UsageError(f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={seq_len} "
+                             f"needs at least {seq_len + 1}; use more text, a smaller --seq-len or another "
                              f"--val-fraction")
+    if cfg.split == "random_windows":  # validate on leaky windows, as report 000 did; see models/data.py
+        train_ids, val_ids, _ = random_window_split(np.concatenate([train_ids, val_ids]), seq_len,
+                                                    cfg.val_fraction, cfg.seed)
     return tokenizer, train_ids, val_ids, sha256_hex(text.encode("utf-8"))
 
 
 def get_batch(ids, cfg, rng):
     """A random batch of B windows from the training ids, on the run's device: x, y (B, T)."""
-    x, y = random_windows(ids, cfg.batch_size, cfg.seq_len, rng)
+    x, y = random_windows(ids, cfg.batch_size, cfg.model.context_len, rng)
     return backend.to_device(x, cfg.device), backend.to_device(y, cfg.device)
 
 
@@ -167,7 +173,9 @@ def prepare_run(cfg, run_dir, resume=False):
         except ValueError as err:  # ConfigError is one
             raise UsageError(f"cannot resume {run_dir}: {err}") from None
         changed = [f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
-                   for k in ("vocab_size", "pretokenizer", "val_fraction") if getattr(saved, k) != getattr(cfg, k)]
+                   for k in ("pretokenizer", "val_fraction", "preprocess", "split") if getattr(saved, k) != getattr(cfg, k)]
+        if saved.model.vocab_size != cfg.model.vocab_size:
+            changed.append(f"vocab_size ({saved.model.vocab_size} -> {cfg.model.vocab_size})")
         if changed:
             raise UsageError(f"cannot resume {run_dir} with another tokenizer or split: {', '.join(changed)}")
     elif run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
@@ -334,11 +342,27 @@ def train(run):
         return None
     bar.close()
     final = record_eval(step, final=True)
+    if cfg.split == "random_windows":
+        final = {**final, **compare_with_ordered_split(run, final)}
     write_outputs(run, final)
     print(f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
           f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: report.md, metrics.jsonl, samples.txt, topk.md, "
           f"figures/, checkpoints/", file=sys.stderr)
     return final
+
+
+def compare_with_ordered_split(run, final):
+    """The random-window split's number beside the ordered held-out tail's, which training never saw."""
+    text = preprocess(load_corpus(run.cfg.data), run.cfg.preprocess)
+    _, _, ordered = random_window_split(run.tokenizer.encode(text), run.cfg.model.context_len,
+                                        run.cfg.val_fraction, run.cfg.seed)
+    honest = estimate_loss(run.model, ordered, run.tokenizer, run.cfg, full=True)
+    note = (f"random-window split: validation perplexity {final['perplexity']:.2f} is optimistic; the ordered "
+            f"held-out tail gives {honest['perplexity']:.2f} ({honest['perplexity'] / final['perplexity']:.2f}x "
+            f"higher), because overlapping windows put validation text into training")
+    print(note, file=sys.stderr)
+    return {"ordered_val_loss": honest["loss"], "ordered_perplexity": honest["perplexity"],
+            "ordered_bits_per_byte": honest["bits_per_byte"], "split_note": note}
 
 
 class _StopOnSignal:
@@ -504,7 +528,7 @@ def cmd_sweep(argv):
         curves[name] = run.metrics
         rows.append({"config": name, "parameters": run.model.num_parameters(), "steps": progress["step"],
                      "minutes": progress["elapsed_s"] / 60,
-                     "tokens/s": progress["step"] * cfg.batch_size * cfg.seq_len / max(progress["train_time_s"], 1e-9),
+                     "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
                      "best val loss": progress["best_val_loss"], "final val loss": final["val_loss"],
                      "perplexity": final["perplexity"], "bits per byte": final["bits_per_byte"],
                      "tokenizer": f"{cfg.pretokenizer} {run.tokenizer.vocab_size}"})
@@ -516,7 +540,7 @@ def cmd_sweep(argv):
     return 0
 
 
-COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep}
+COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep, "export": cmd_export}
 
 
 def main(argv=None):

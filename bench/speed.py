@@ -1,7 +1,7 @@
 """Training-step speed and memory of tensorlab against PyTorch eager, measured in one run.
 
 For each model config, two worker processes build the same model (tensorlab, and the
-PyTorch twin from tests/torch_twin.py with weights copied through state_dict). The
+PyTorch twin from models/torch_model.py with weights copied through state_dict). The
 parent then alternates them step by step (forward, backward, gradient clipping, AdamW),
 so both see the same machine conditions, with a pause before each step so the other
 worker's spinning threads are idle again (without it, OpenBLAS threads still spinning
@@ -119,7 +119,7 @@ def _torch_step(model_config, weights_path, device, threads):
     import numpy as np
     import torch
     from models.config import ModelConfig
-    from tests.torch_twin import TorchTinyLM
+    from models.torch_model import TorchTinyLM
     torch.set_num_threads(threads)
     config = ModelConfig(**model_config)
     model = TorchTinyLM(config)

@@ -11,6 +11,7 @@ from models import plots
 from models.checkpoint import load_checkpoint
 from tensorlab.serialization import write_atomically
 from models.evaluate import device_of
+from models.prompts import run_prompts
 from models.transformer import TinyTransformerLM, inference
 from tensorlab import backend
 
@@ -35,7 +36,7 @@ def write_outputs(run, final):
     plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
                           figures / "token_frequency.png")
 
-    passage = attention_passage(run.val_ids, tokenizer, min(PASSAGE_TOKENS, cfg.seq_len))
+    passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
     labels = tokenizer.token_strings(passage)
     attention = attention_of(model, passage)
     attention_figures = []
@@ -50,10 +51,11 @@ def write_outputs(run, final):
         evolution.append((step, attention_of(snapshot_model, passage)))
     plots.attention_evolution(evolution, labels, figures / "attention_evolution.png")
 
-    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed)
-    topk = topk_table(model, tokenizer)
+    prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
+    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
+    topk = topk_table(model, tokenizer, prompts)
     write_atomically(run_dir / "topk.md", topk.encode("utf-8"))
-    train_tokens = progress["step"] * cfg.batch_size * cfg.seq_len
+    train_tokens = progress["step"] * cfg.batch_size * cfg.model.context_len
     summary = [
         ("parameters", f"{model.num_parameters():,}"),
         ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
@@ -67,8 +69,8 @@ def write_outputs(run, final):
         ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens" + (
             " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
             "with bytelevel runs)" if cfg.pretokenizer == "whitespace" else "")),
-        ("device", f"{cfg.device}, {cfg.dtype}"),
-    ]
+        ("device", f"{cfg.device}, {cfg.model.dtype}"),
+    ] + ([("random-window split", final["split_note"])] if "split_note" in final else [])
     report_figures = [
         ("Loss and perplexity", [("loss curves", "figures/loss_curves.png"),
                                  ("validation perplexity", "figures/val_perplexity.png")]),
@@ -96,14 +98,14 @@ def attention_of(model, ids):
     return np.stack([backend.to_device(a.data[0], "cpu") for a in attentions])
 
 
-def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0):
+def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0, prompts=SAMPLE_PROMPTS):
     """Sample from every prompt of SAMPLE_PROMPTS at every (temperature, top_k) of SAMPLE_SETTINGS.
 
     Writes them all to `path` and returns them as a list of texts, one per sample.
     """
     rng = np.random.default_rng(seed)
     parts = []
-    for prompt in SAMPLE_PROMPTS:
+    for prompt in prompts:
         for temperature, top_k in SAMPLE_SETTINGS:
             ids = model.generate(tokenizer.encode(prompt)[None, :], max_new_tokens, temperature, top_k, rng)
             parts.append(f"=== prompt {prompt!r}, temperature {temperature}, top_k {top_k} ===\n"

@@ -6,7 +6,7 @@ import torch
 import tensorlab
 from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
-from tests.torch_twin import twin_of
+from models.torch_model import twin_of
 
 TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
 ENCODINGS = ["sinusoidal", "learned", "rope"]
