@@ -90,7 +90,7 @@ class TrainConfig:
         model_values = values.get("model", {})
         if not isinstance(model_values, dict):
             raise ConfigError(f"{source}: model must be a JSON object of model settings, got {model_values!r}")
-        problems = _type_problems(values, fields(cls), source, skip=("model",))
+        problems = _type_problems(values, fields(cls), source, skip=("model",), also=MODEL_FIELDS)
         problems += _type_problems(model_values, fields(ModelConfig), f"{source}: model")
         if problems:
             raise ConfigError("\n".join(problems))
@@ -231,9 +231,11 @@ def _has_kind(value, f):
     return isinstance(value, kind)
 
 
-def _type_problems(values, known_fields, source, skip=()):
+def _type_problems(values, known_fields, source, skip=(), also=()):
+    """One line per unknown key (listing the known ones, and `also`: the model's) and per value of a wrong type."""
     by_name = {f.name: f for f in known_fields}
-    problems = [f"{source}: unknown key {key!r}; known keys are {', '.join(by_name)}"
+    known = ", ".join(by_name) + (f" (model: {', '.join(also)})" if also else "")
+    problems = [f"{source}: unknown key {key!r}; known keys are {known}"
                 for key in values if key not in by_name]
     return problems + [f"{source}: {key} must be {_KIND_NAMES[_kind(by_name[key])]}, got {value!r}"
                        for key, value in values.items()
