@@ -6,8 +6,10 @@
     python train.py eval runs/tiny                     a full validation pass of the best checkpoint
     python train.py generate runs/tiny --prompt "ROMEO:" --max-new-tokens 200 --temperature 0.8 --top-k 40
     python train.py sweep configs/seed_d128.json configs/seed_d256.json --out runs/sweep
+    python train.py export runs/tiny                   model.safetensors + config.json for PyTorch (models/torch_model.py)
 
-Every field of models/train_config.py is a flag (d_model -> --d-model); flags override --config.
+Every setting of models/train_config.py and models/config.py is a flag (d_model -> --d-model); flags
+override --config. configs/seed_000.json ... seed_004.json reproduce the reference reports (docs/seeds.md).
 --max-steps and --max-minutes both bound a run, whichever comes first (0 turns one off; the
 default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step.
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
