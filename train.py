@@ -50,7 +50,7 @@ from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab import random as tl_random
-from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, weight_decay_groups
+from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
 from tensorlab.serialization import CheckpointError, write_atomically
 
 
@@ -311,7 +311,7 @@ def train(run):
                 optimizer.zero_grad()
                 loss.backward()
                 layer_norms = grad_norms(groups)
-                total_norm = (clip_grad_norm(model.parameters(), cfg.grad_clip) if cfg.grad_clip
+                total_norm = (clip_grad_norm_(model.parameters(), cfg.grad_clip) if cfg.grad_clip
                               else math.sqrt(sum(n * n for n in layer_norms.values())))
                 before = copy_weights(groups)
                 optimizer.step()

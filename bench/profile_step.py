@@ -27,7 +27,8 @@ import tensorlab  # noqa: E402
 from bench.speed import bench_configs  # noqa: E402
 from models.config import ModelConfig  # noqa: E402
 from models.transformer import TinyTransformerLM  # noqa: E402
-from tensorlab.optim import AdamW, clip_grad_norm, weight_decay_groups  # noqa: E402
+from tensorlab.memory import keep_freed_memory  # noqa: E402
+from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups  # noqa: E402
 
 
 def build_step(name, composed_attention, dropout):
@@ -43,7 +44,7 @@ def build_step(name, composed_attention, dropout):
         optimizer.zero_grad()
         _, loss = model(ids[:, :-1], ids[:, 1:])
         loss.backward()
-        clip_grad_norm(model.parameters(), 1.0)
+        clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
     return step
 
@@ -67,6 +68,7 @@ def method_names():
 
 
 def main(argv=None):
+    keep_freed_memory()  # as train.py does, so the profile shows a training step's real costs
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="seed_d256", help="seed_d128, seed_d256 or default")
     parser.add_argument("--steps", type=int, default=5)

@@ -92,7 +92,9 @@ def _tensorlab_step(model_config, weights_path, device):
     from models.config import ModelConfig
     from models.transformer import TinyTransformerLM
     from tensorlab.backend import module_for
-    from tensorlab.optim import AdamW, clip_grad_norm, weight_decay_groups
+    from tensorlab.memory import keep_freed_memory
+    from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+    keep_freed_memory()  # as train.py does: reuse freed arrays instead of page-faulting fresh ones each step
     model = TinyTransformerLM(ModelConfig(**model_config))
     with np.load(weights_path) as weights:
         model.load_state_dict({k: weights[k] for k in weights.files})
@@ -104,7 +106,7 @@ def _tensorlab_step(model_config, weights_path, device):
         optimizer.zero_grad()
         _, loss = model(x, y)
         loss.backward()
-        clip_grad_norm(model.parameters(), 1.0)
+        clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         sync()
 

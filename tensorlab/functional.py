@@ -24,7 +24,7 @@ from tensorlab.tensor import Tensor
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
-    "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split",
+    "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split", "chunk",
     "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
     "rms_norm", "layer_norm", "dropout", "causal_attention", "rope",
 ]
@@ -99,10 +99,29 @@ def stack(tensors, axis=0):
     return _shape.Stack(axis)(*tensors)
 
 
-def split(x, sizes_or_sections, axis=0):
-    """Cut x along `axis` into pieces of the given sizes (a list) or n equal pieces (an int); returns a tuple."""
-    pieces = _shape.Split(sizes_or_sections, axis)(x)
+def split(x, split_size_or_sections, axis=0):
+    """Cut x along `axis` into pieces, as torch.split: an int is the size of each piece (the last one may be
+    smaller), a list gives every piece's size. Returns a tuple; `chunk` asks for a number of pieces instead."""
+    length = x.shape[normalize_axis("split", axis, x.ndim)]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0:
+            raise ValueError(f"split: the piece size must be a positive int, got {size} (for a number of pieces "
+                             f"use chunk)")
+        sizes = [min(size, length - start) for start in range(0, length, size)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+    pieces = _shape.Split(sizes, axis)(x)
     return pieces if isinstance(pieces, tuple) else (pieces,)
+
+
+def chunk(x, chunks, axis=0):
+    """Cut x along `axis` into `chunks` pieces, as torch.chunk: each ceil(length / chunks) long, the last one
+    shorter (so fewer pieces come back when the length is too short to make them all)."""
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise ValueError(f"chunk: the number of pieces must be a positive int, got {chunks!r}")
+    length = x.shape[normalize_axis("chunk", axis, x.ndim)]
+    return split(x, -(-length // chunks) or 1, axis)                 # ceil(length / chunks)
 
 
 def matmul(a, b):

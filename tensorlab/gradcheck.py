@@ -9,6 +9,8 @@ For a function f and inputs x, gradcheck
 4. estimates every element of it numerically with central differences
        dL/dx_i ~ (L(x + eps e_i) - L(x - eps e_i)) / (2 eps),
 5. compares them element by element: |analytic - numeric| <= atol + rtol * |numeric|.
+   A NaN or inf on either side is wrong whatever the tolerance (NaN fails every comparison,
+   so "not greater than the tolerance" would pass it): the report names those elements first.
 """
 import numpy as np
 
@@ -31,17 +33,32 @@ class InputReport:
 
     def __init__(self, name, analytic, numeric, atol, rtol):
         self.name, self.analytic, self.numeric = name, analytic, numeric
-        error = np.abs(analytic - numeric)
+        self.nonfinite = ~np.isfinite(analytic) | ~np.isfinite(numeric)
+        with np.errstate(invalid="ignore", over="ignore"):
+            error = np.where(self.nonfinite, np.inf, np.abs(analytic - numeric))
         self.abs_error = error
-        self.rel_error = error / np.maximum(np.abs(numeric), 1e-12)
-        self.wrong = error > atol + rtol * np.abs(numeric)
-        self.max_abs_error = float(error.max(initial=0.0))
+        self.rel_error = error / np.maximum(np.abs(np.nan_to_num(numeric)), 1e-12)
+        self.wrong = self.nonfinite | (error > atol + rtol * np.abs(np.nan_to_num(numeric)))
+        self.max_abs_error = float(error[~self.nonfinite].max(initial=0.0))
         # relative error only where the absolute one is above noise, so near-zero values don't dominate
-        self.max_rel_error = float(self.rel_error[error > atol].max(initial=0.0))
-        # the wrong elements only, furthest beyond the tolerance first
-        order = [k for k in np.argsort(-(error - rtol * np.abs(numeric)), axis=None) if self.wrong.flat[k]]
+        self.max_rel_error = float(self.rel_error[~self.nonfinite & (error > atol)].max(initial=0.0))
+        # the wrong elements only: non-finite ones first, then furthest beyond the tolerance
+        beyond = np.where(self.nonfinite, np.inf, error - rtol * np.abs(np.nan_to_num(numeric)))
+        order = [k for k in np.argsort(-beyond, axis=None, kind="stable") if self.wrong.flat[k]]
         self.worst = [(tuple(int(i) for i in np.unravel_index(k, analytic.shape)),
                        float(analytic.flat[k]), float(numeric.flat[k])) for k in order[:WORST_SHOWN]]
+
+    def nonfinite_lines(self):
+        """'your gradient for 'x' has NaN at (0, 3), (1, 2)': one line per side that is not finite."""
+        lines = []
+        for side, values in (("your gradient", self.analytic), ("the numeric gradient", self.numeric)):
+            found = [f"{what} at {_listed(np.argwhere(test(values)))}"
+                     for what, test in (("NaN", np.isnan), ("inf", np.isinf)) if test(values).any()]
+            if found:
+                why = "" if side == "your gradient" else \
+                    " (the function itself is not finite near these inputs: gradcheck cannot judge them)"
+                lines.append(f"{side} for {self.name} has {' and '.join(found)}{why}")
+        return lines
 
     @property
     def passed(self):
@@ -52,10 +69,13 @@ class InputReport:
         if self.passed:
             return (f"input {self.name} of shape {shape}: ok "
                     f"(max abs error {self.max_abs_error:.1e})")
+        errors = "" if self.nonfinite.all() else \
+            f"; max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}" + \
+            (" (of the finite ones)" if self.nonfinite.any() else "")
         lines = [f"input {self.name} of shape {shape}: {int(self.wrong.sum())} of {self.wrong.size} "
-                 f"gradient elements are wrong; max abs error {self.max_abs_error:.3g}, "
-                 f"max rel error {self.max_rel_error:.3g}",
-                 f"    {'element':<16}{'analytic (yours)':>20}{'numeric (expected)':>22}{'difference':>14}"]
+                 f"gradient elements are wrong{errors}"]
+        lines += ["    " + line for line in self.nonfinite_lines()]
+        lines.append(f"    {'element':<16}{'analytic (yours)':>20}{'numeric (expected)':>22}{'difference':>14}")
         for index, a, n in self.worst:
             lines.append(f"    {str(index):<16}{a:>20.8g}{n:>22.8g}{a - n:>14.3g}")
         return "\n".join(lines)
@@ -112,6 +132,12 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, names=None, seed=0, ra
     if raise_on_failure and not report.passed:
         raise GradcheckError(report)
     return report
+
+
+def _listed(indices, shown=WORST_SHOWN):
+    """'(0, 3), (1, 2) and 4 more' for an array of indices as np.argwhere gives them."""
+    text = ", ".join(str(tuple(int(i) for i in index)) for index in indices[:shown])
+    return text + (f" and {len(indices) - shown} more" if len(indices) > shown else "")
 
 
 def _float64_copy(x):

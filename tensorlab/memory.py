@@ -9,10 +9,17 @@ page faults per step, 15 to 40% of the step's time. Raising the thresholds makes
 keep freed memory and hand it out again, as the caching allocators of PyTorch (on GPUs)
 and CuPy do. Resident memory then stays near its peak between steps instead of dropping.
 
-`import tensorlab` calls keep_freed_memory() unless TENSORLAB_KEEP_FREED_MEMORY=0.
+The setting is process-wide and cannot be undone, so tensorlab never makes it on its own:
+`import tensorlab` leaves malloc alone. A program that runs training steps asks for it once,
+at its start (train.py and the bench/ scripts do):
+
+    import tensorlab.memory
+    tensorlab.memory.keep_freed_memory()
+
+The cost is resident memory that stays at its peak after big arrays are freed (bench/RESULTS.md,
+"Keeping freed memory", has the numbers for both sides).
 """
 import ctypes
-import os
 import sys
 
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # mallopt parameters, from glibc's malloc.h
@@ -24,7 +31,7 @@ _SETTINGS = {
 
 
 def keep_freed_memory():
-    """Ask glibc's malloc to keep freed blocks for reuse; False where that is not possible (not glibc)."""
+    """Ask glibc's malloc, for the whole process, to keep freed blocks for reuse; False where it cannot (not glibc)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -33,8 +40,3 @@ def keep_freed_memory():
         return False
     return all(libc.mallopt(option, value) == 1 for option, value in _SETTINGS.items())
 
-
-def apply_default():
-    """What `import tensorlab` does: keep freed memory unless TENSORLAB_KEEP_FREED_MEMORY=0."""
-    if os.environ.get("TENSORLAB_KEEP_FREED_MEMORY", "1") != "0":
-        keep_freed_memory()

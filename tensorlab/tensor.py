@@ -12,36 +12,47 @@ inputs (the chain rule, one node at a time).
 Gradients accumulate: each `backward()` adds into the `.grad` of the leaves
 (tensors made by the user with requires_grad=True), exactly as in PyTorch, until
 you clear them (`x.grad = None`, or `optimizer.zero_grad()`). Intermediate
-tensors keep no `.grad`. After `backward()` the graph is released, so a second
+tensors keep no `.grad` unless asked to (`retain_grad()`). After `backward()` the graph is released, so a second
 `backward()` through it is an error unless the first one passed retain_graph=True.
 """
 import contextlib
+import threading
 
 import numpy as np
 
 from tensorlab import backend
 
-_grad_enabled = True
+
+class _GradMode(threading.local):
+    """Whether ops record a graph, per thread (as in PyTorch): no_grad() in one thread leaves the others alone."""
+    enabled = True
+
+
+_grad_mode = _GradMode()
 
 # Callbacks observer(fn, output_grads, input_grads) that backward() calls after each
 # Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
 backward_observers = []
 
+# The Modules whose forward is running, outermost first, as (path, class name, call number): Module.__call__
+# pushes and pops them, and each Function that records a graph keeps a copy (`.scope`), which is
+# how tensorlab.graph groups ops by the module that made them.
+module_scope = []
+
 
 @contextlib.contextmanager
 def no_grad():
-    """Inside this block ops record no graph: for evaluation and optimizer updates."""
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, False
+    """Inside this block ops record no graph: for evaluation and optimizer updates (this thread only)."""
+    previous, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
     finally:
-        _grad_enabled = previous
+        _grad_mode.enabled = previous
 
 
 def is_grad_enabled():
-    """False inside `no_grad()`."""
-    return _grad_enabled
+    """False inside `no_grad()` in this thread."""
+    return _grad_mode.enabled
 
 
 class Tensor:
@@ -58,6 +69,7 @@ class Tensor:
         self.requires_grad = requires_grad
         self.creator = None      # the Function that produced this tensor, None for leaves
         self.output_index = 0    # which of the creator's outputs this tensor is
+        self.retains_grad = False  # an intermediate that keeps its .grad (see retain_grad)
 
     # ----- array facts -------------------------------------------------------------------------
     @property
@@ -119,6 +131,15 @@ class Tensor:
         """A copy with another dtype (a leaf, like `.to`)."""
         return Tensor(self.data.astype(dtype), requires_grad=self.requires_grad)
 
+    def retain_grad(self):
+        """Keep this intermediate tensor's gradient in .grad after backward, as leaves do (PyTorch's name).
+
+        It accumulates like a leaf's. On a leaf that requires grad it changes nothing.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad(): this tensor does not require grad, so it gets no gradient")
+        self.retains_grad = self.creator is not None
+
     # ----- the backward walk -------------------------------------------------------------------
     def backward(self, grad=None, retain_graph=False):
         """Add d(self)/d(leaf) * grad into the .grad of every leaf that requires grad.
@@ -130,8 +151,9 @@ class Tensor:
             raise RuntimeError("backward(): this tensor does not require grad; "
                                "create the inputs with requires_grad=True")
         grad = self._initial_grad(grad)
-        if self.creator is None:
+        if self.creator is None or self.retains_grad:
             _accumulate_into_leaf(self, grad)
+        if self.creator is None:
             return
         order = topological_order(self.creator)  # first: it explains a graph freed by an earlier backward()
         pending = {self.creator: _empty_slots(self.creator)}
@@ -150,9 +172,9 @@ class Tensor:
                 if gx is None or not tensor.requires_grad:
                     continue
                 gx = _check_grad(fn, tensor, gx)
-                if tensor.creator is None:
+                if tensor.creator is None or tensor.retains_grad:
                     _accumulate_into_leaf(tensor, gx)
-                else:
+                if tensor.creator is not None:
                     slots = pending.setdefault(tensor.creator, _empty_slots(tensor.creator))
                     i = tensor.output_index
                     slots[i] = gx if slots[i] is None else slots[i] + gx
@@ -238,21 +260,30 @@ class Function:
     arrays for several outputs) and `backward(self, *gys)` returning one gradient
     per input (None for inputs that take no gradient, such as integer ids). Anything
     backward needs from forward is kept on `self`. Non-tensor settings (an axis, a
-    probability) go to `__init__`.
+    probability) go to `__init__`. Because of that saved state, an instance is called
+    once: `Exp()(a) + Exp()(b)`; calling the same instance again raises.
     """
 
     name = None  # the op's name in tensorlab.functional, for error messages; None: the class name in lower case
 
     def __call__(self, *inputs):
+        op_name = self.name or type(self).__name__.lower()
+        if self.__dict__.get("_called"):  # its saved state belongs to the first call's graph
+            raise RuntimeError(
+                f"{op_name}: this {type(self).__name__} instance was already called once; a Function keeps "
+                f"what its backward needs on self, so create a new instance for each call "
+                f"({type(self).__name__}(...)(a) + {type(self).__name__}(...)(b), not op(a) + op(b))")
+        self._called = True
         tensors = [_as_tensor(x, inputs) for x in inputs]
-        backend.same_device(self.name or type(self).__name__.lower(), [t.data for t in tensors])
+        backend.same_device(op_name, [t.data for t in tensors])
         outputs = self.forward(*[t.data for t in tensors])
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs
-        needs_graph = _grad_enabled and any(t.requires_grad for t in tensors)
+        needs_graph = _grad_mode.enabled and any(t.requires_grad for t in tensors)
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
         if needs_graph:
             self.inputs = tensors
+            self.scope = tuple(module_scope)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i
@@ -267,7 +298,7 @@ class Function:
     def release(self):
         """Drop the inputs and everything saved for backward, freeing their memory."""
         self.__dict__.clear()
-        self.inputs = None
+        self.inputs, self._called = None, True
 
 
 def topological_order(root):

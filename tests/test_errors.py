@@ -52,8 +52,10 @@ def test_shape_op_errors(backend):
         F.concatenate([])
     with pytest.raises(ValueError, match="stack: all inputs must have the same shape; got " + shapes((3, 4), (3, 5))):
         F.stack([x, t((3, 5), backend)])
-    with pytest.raises(ValueError, match="split: axis 1 of shape " + shapes((3, 4)) + ".*length 4.*5 equal pieces"):
-        F.split(x, 5, axis=1)
+    with pytest.raises(ValueError, match="split: the piece size must be a positive int, got 0 .*use chunk"):
+        F.split(x, 0, axis=1)
+    with pytest.raises(ValueError, match="chunk: the number of pieces must be a positive int, got -2"):
+        F.chunk(x, -2, axis=1)
     with pytest.raises(ValueError, match=r"split: sizes \[1, 2\] must .* add up to 4.*" + shapes((3, 4))):
         F.split(x, [1, 2], axis=1)
     with pytest.raises(ValueError, match="transpose: axes " + shapes((0, 0)) + " are not a permutation.*" + shapes((3, 4))):

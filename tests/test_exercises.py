@@ -2,25 +2,30 @@
 
 See docs/exercises.md for how students and teachers use them.
 
-The command line runs in-process through `main(argv)`; two subprocess runs, in a copy of
-tensorlab without solutions/, prove that `python -m tensorlab.exercises` works there. A
-planted mistake is a reference solution with one line changed, written to tmp_path; `plant`
-fails loudly if that line is no longer there.
+The command line runs in-process through `main(argv)`; subprocess runs prove that
+`python -m tensorlab.exercises` works from a copy of the package alone (no teachers/), that a
+hung case is stopped and that Ctrl-C prints one line. A planted mistake is a reference solution
+(teachers/solutions/, in the checkout only) with lines changed as a student would write them,
+written to tmp_path; `plant` fails loudly if a line is no longer there.
 """
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tensorlab.exercises import EXERCISES
+from tensorlab.exercises import EXERCISES, diagnose
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tensorlab" / "exercises"
+SOLUTIONS = ROOT / "teachers" / "solutions"  # in the checkout only: not part of the installed package
 NAMES = [exercise.name for exercise in EXERCISES]
-REQUIRED = ["mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
+REQUIRED = ["value", "topo", "unbroadcast", "function", "mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
             "causal_attention", "adamw"]
 
 
@@ -31,17 +36,19 @@ def run(capsys, *argv):
     return code, captured.out + captured.err
 
 
-def plant(tmp_path, name, old, new):
-    """The reference solution of `name` with `old` replaced by `new`, as a file in tmp_path."""
-    source = (PACKAGE / "solutions" / f"{name}.py").read_text()
-    assert old in source, f"solutions/{name}.py no longer contains {old!r}"
+def plant(tmp_path, name, old, new, *more):
+    """The reference solution of `name` with `old` replaced by `new` (and each further pair), in tmp_path."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    for before, after in [(old, new)] + list(zip(more[::2], more[1::2])):
+        assert before in source, f"teachers/solutions/{name}.py no longer contains {before!r}"
+        source = source.replace(before, after)
     path = tmp_path / f"my_{name}.py"
-    path.write_text(source.replace(old, new))
+    path.write_text(source)
     return path
 
 
-def check_planted(capsys, tmp_path, name, old, new):
-    code, out = run(capsys, "check", name, plant(tmp_path, name, old, new))
+def check_planted(capsys, tmp_path, name, old, new, *more):
+    code, out = run(capsys, "check", name, plant(tmp_path, name, old, new, *more))
     assert code == 1, out
     return out
 
@@ -51,11 +58,12 @@ def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
     assert set(REQUIRED) <= set(NAMES)
     for name in NAMES:
         assert (PACKAGE / "stubs" / f"{name}.py").is_file()
-        assert (PACKAGE / "solutions" / f"{name}.py").is_file()
+        assert (SOLUTIONS / f"{name}.py").is_file()
+    assert not (PACKAGE / "solutions").exists()
 
 
-def test_the_exercises_work_as_a_module_without_the_solutions_folder(tmp_path):
-    """A teacher deletes solutions/ from the students' copy: list and check still work."""
+def test_the_exercises_work_from_the_package_alone(tmp_path):
+    """An installed tensorlab has no teachers/ folder: list and check still work."""
     shutil.copytree(ROOT / "tensorlab", tmp_path / "tensorlab",
                     ignore=shutil.ignore_patterns("solutions", "__pycache__"))
     assert not (tmp_path / "tensorlab" / "exercises" / "solutions").exists()
@@ -81,7 +89,7 @@ def test_the_stub_fails_and_says_what_to_write(capsys, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_solution_passes(capsys, name):
-    code, out = run(capsys, "check", name, PACKAGE / "solutions" / f"{name}.py")
+    code, out = run(capsys, "check", name, SOLUTIONS / f"{name}.py")
     assert code == 0, out
     assert out.rstrip().splitlines()[-1].startswith("PASSED")
 
@@ -123,9 +131,9 @@ def test_a_cross_entropy_without_its_mean_is_off_by_the_row_count(capsys, tmp_pa
     assert "Your gradient is 4 times the right one: off by the axis length 4 (axis 0 of 'logits')" in out
 
 
-def test_a_missing_attention_scale_is_named_as_a_square_root(capsys, tmp_path):
+def test_a_missing_attention_scale_is_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k")
-    assert "off by sqrt(5) = 2.236, the square root of the axis length 5 (axis 3 of 'q')" in out
+    assert "'q': The 1/sqrt(D) scale of the scores is missing" in out
     assert "Your gv is right" in out
     assert "input 'k'" not in out.split("gradcheck's report")[0]  # only q is wrong
 
@@ -138,7 +146,7 @@ def test_a_zero_gradient_is_named(capsys, tmp_path):
 
 
 def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "mul", "sum_to(gy * self.a, self.b.shape)", "gy * self.a")
+    out = check_planted(capsys, tmp_path, "mul", "unbroadcast(gy * self.a, self.b.shape)", "gy * self.a")
     assert "case 1/3  Mul: a (3, 4), b (3, 4): ok" in out
     assert "input 'b' has shape (4,), but your gradient for it has shape (3, 4) (the output's shape)" in out
     assert "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,):  gb = gb.sum(axis=0)" in out
@@ -159,17 +167,15 @@ def test_a_backward_that_ignores_gy_is_named(capsys, tmp_path):
 
 def test_swapped_gradients_are_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "mul",
-                        "return sum_to(gy * self.b, self.a.shape), sum_to(gy * self.a, self.b.shape)",
-                        "return sum_to(gy * self.a, self.a.shape), sum_to(gy * self.b, self.b.shape)")
+                        "return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)",
+                        "return unbroadcast(gy * self.a, self.a.shape), unbroadcast(gy * self.b, self.b.shape)")
     assert "Your gradient for 'a' is the right gradient for 'b': the two are swapped." in out
 
 
 def test_some_elements_wrong_are_listed_and_repeated_embedding_ids_recognised(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "embedding", "np.add.at(gw, self.ids, gy)", "gw[self.ids] += gy")
     assert "input 'weight' (shape (6, 4)): 8 of 24 elements are wrong." in out
-    assert "The wrong elements fill rows [1, 3] of 'weight' entirely" in out
-    assert "Wrong elements: (1, 0), (1, 1), (1, 2), (1, 3), (3, 0)" in out
-    assert "exactly ids that appear more than once" in out and "np.add.at" in out
+    assert "'weight': Repeated ids overwrite each other" in out and "np.add.at" in out
 
 
 def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
@@ -180,14 +186,370 @@ def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
 def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)",
                         "(gy * self.y).sum(axis=-1, keepdims=True)")
-    assert "case 1/3  Softmax: x (3, 5), axis=-1: ok" in out
-    assert "your backward passes with (axis=-1), but not with (axis=0), (axis=1)" in out
+    assert "case 1/4  Softmax: x (3, 5), axis=-1: ok" in out
+    assert "your backward passes with axis=-1, but not with axis=0, axis=1. Does it use self.axis" in out
 
 
 def test_the_report_table_is_printed(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", "return gy * self.x")
     assert "gradcheck FAILED: the gradient of 1 of 1 inputs is wrong" in out
     assert "analytic (yours)" in out and "numeric (expected)" in out
+
+
+# ----- one planted mistake per slip, written as a student would, and the words that name it -------------------
+SOFTMAX_RETURN = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
+RMS_GX = "gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))"
+RECOMPUTED_R = ("x = self.xhat / self.r\n        ms = (x * x).mean(axis=-1, keepdims=True)\n        r = {r}\n"
+                "        xhat = x * r\n        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))")
+ATTENTION_GS = "gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))"
+
+SLIPS = [
+    # softmax
+    ("softmax", [SOFTMAX_RETURN, "return gy * self.y * (1 - self.y)"], "You used y(1 - y)"),
+    ("softmax", [SOFTMAX_RETURN, "return self.y * gy"], "The row-sum term is missing"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("(gy - ", "(gy + ")], "The row-sum term has the wrong sign"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", "")],
+     "Your row sum lost its axis (no keepdims=True)"),
+    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("axis=self.axis", "axis=-1")],
+     "Your row sum runs along axis 1, but this softmax was taken along axis 0"),
+    ("softmax", [SOFTMAX_RETURN, "return self.y * (gy - gy.sum(axis=self.axis, keepdims=True))"],
+     "Your row-sum term sums gy alone"),
+    # cross-entropy
+    ("log_softmax_nll", ["gx = self.p.copy()", "gx = np.log(self.p)"], "You used the log-probabilities"),
+    ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "gx -= 1"], "You subtracted 1 from every element"),
+    ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "pass"], "The one-hot term is missing"),
+    # RMSNorm
+    ("rms_norm", [RMS_GX, "gx = self.r * g"], "You treated the normaliser r = 1/sqrt(mean(x^2) + eps) as a constant"),
+    ("rms_norm", [RMS_GX, RMS_GX.replace("(g - ", "(g + ")],
+     "The term that comes through the normaliser has the wrong sign"),
+    ("rms_norm", [RMS_GX, RMS_GX.replace(".mean(", ".sum(")], "is C times too large"),
+    ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / np.sqrt(ms)")], "Your gradient is right for eps = 0"),
+    ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)")],
+     "Your normaliser has eps outside the square root"),
+    ("rms_norm", ["g = gy * self.weight", "g = gy"], "The weight is missing from gx"),
+    ("rms_norm", ["(gy * self.xhat).reshape", "gy.reshape"], "gweight is missing the factor xhat"),
+    ("rms_norm", ["(gy * self.xhat).reshape", "(gy * self.xhat / self.r).reshape"],
+     "gweight uses x where the normalised xhat = x * r belongs"),
+    # matmul: operand order and transposes, hidden by the square case
+    ("matmul", ["return gy @ self.b.T,", "return gy @ self.b,"], "In ga you multiply gy by b where its transpose"),
+    ("matmul", ["return gy @ self.b.T,", "return self.b.T @ gy,"], "In ga the factors are in the wrong order"),
+    ("matmul", ["self.a.T @ gy", "self.a @ gy"], "In gb you multiply a by gy where a's transpose belongs"),
+    ("matmul", ["self.a.T @ gy", "gy @ self.a.T"], "In gb the factors are in the wrong order"),
+    # the chain rule's local derivative
+    ("exp_log", ["return gy / self.x", "return gy * self.x"], "You multiplied by x where the derivative of log"),
+    ("exp_log", ["return gy / self.x", "return gy / self.x ** 2"], "You divided by x^2"),
+    ("exp_log", ["return gy / self.x", "return gy * np.log(self.x)"], "You multiplied gy by log(x)"),
+    ("exp_log", ["return gy * self.y", "return np.exp(gy)"], "You took exp of gy"),
+    ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a * self.y, self.a.shape"], "You multiplied by y"),
+    ("causal_attention", ["gq = gs @ self.k", "gq = gs.swapaxes(-1, -2) @ self.k"], "In gq, gS is transposed"),
+    # embedding
+    ("embedding", ["np.add.at(gw, self.ids, gy)", "gw[self.ids] = gy"], "Repeated ids overwrite each other"),
+    # attention: the scale, the transposes, the softmax step
+    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k / self.scale",
+                          "@ self.q * self.scale", "@ self.q / self.scale"],
+     "You multiplied by sqrt(D) where the forward divides by it"),
+    ("causal_attention", ["gs.swapaxes(-1, -2) @ self.q", "gs @ self.q"], "In gk, gS is not transposed"),
+    ("causal_attention", ["gv = p.swapaxes(-1, -2) @ gy", "gv = p @ gy"], "In gv, P is not transposed"),
+    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k.swapaxes(-1, -2) * self.scale"],
+     "In gq, k is transposed"),
+    ("causal_attention", ["gp = gy @ self.v.swapaxes(-1, -2)", "gp = gy @ self.v"], "In gP, v is not transposed"),
+    ("causal_attention", [ATTENTION_GS, "gs = p * (1 - p) * gp"], "In the softmax step you used P(1 - P)"),
+    ("causal_attention", [ATTENTION_GS, "gs = p * gp"], "In the softmax step the row-sum term is missing"),
+    ("causal_attention", [ATTENTION_GS, ATTENTION_GS.replace("(gp - ", "(gp + ")],
+     "In the softmax step the row-sum term has the wrong sign"),
+    ("causal_attention", ["p = self.p\n", "s = self.q @ self.k.swapaxes(-1, -2) * self.scale\n"
+                          "        e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                          "        p = e / e.sum(axis=-1, keepdims=True)\n"],
+     "Gradient leaks to future positions: changing gy at position 0 (the first query) changes your gk at "
+     "positions [1, 2] and your gv at positions [1, 2]"),
+]
+
+
+@pytest.mark.parametrize("name, edits, expected", SLIPS, ids=[f"{n}-{e[:30]}" for n, _, e in SLIPS])
+def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits, expected):
+    out = check_planted(capsys, tmp_path, name, *edits)
+    assert expected in out, out
+    assert diagnose.FALLBACK not in out  # a named slip, not the generic advice
+
+
+def test_every_slip_message_reads_with_the_settings_of_its_cases():
+    from tensorlab.exercises.slips import SLIPS
+    cases = [case for exercise in EXERCISES for case in exercise.cases]
+    assert set(SLIPS) <= {case.cls for case in cases}
+    for case in cases:
+        for slip in SLIPS.get(case.cls, []):
+            assert "{" not in slip.says.format(**case.settings), slip.name
+
+
+def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
+    """eps inside vs outside the square root: invisible on unit rows, plain on the tiny rows and eps=0.5."""
+    out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)"))
+    assert "case 1/4  RMSNorm: x (3, 5), weight (5,), eps=1e-05: ok" in out
+    assert "case 3/4  RMSNorm: x (3, 6), weight (6,), eps=1e-05: FAILED" in out
+    assert "case 4/4  RMSNorm: x (2, 4), weight (4,), eps=0.5: FAILED" in out
+
+
+def test_a_row_sum_without_keepdims_that_cannot_broadcast_is_explained(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", ""))
+    assert "case 1/4  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could " \
+           "not be broadcast together" in out
+    assert "Shapes here: gy (3, 5); x (3, 5).\n    Two arrays whose shapes do not line up: often a sum or mean " \
+           "without keepdims=True" in out
+
+
+def test_a_forgotten_keepdims_is_named_as_keepdims_not_as_the_axis(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "sum", "if not self.keepdims:\n            gy = np.expand_dims",
+                        "if True:\n            gy = np.expand_dims")
+    assert "your backward fails only with keepdims=True" in out
+    assert "Does it use self.axis" not in out
+
+
+def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale")
+    assert "You multiplied by sqrt(D) where the forward divides by it" in out
+    assert "like the 1/n of a mean" not in out
+
+
+def test_when_no_slip_fits_the_first_wrong_stage_and_its_elements_are_named(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", ATTENTION_GS, ATTENTION_GS + " + 0.1 * p * p")
+    assert diagnose.FALLBACK in out
+    assert ("Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
+            "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)"
+            ) in out
+    assert out.count("the first step that goes wrong is gS, the gradient of S (shape (1, 2, 3, 3))") == 1
+    assert "Gradient leaks" not in out  # the extra term is causal: it only looks like a leak to a naive probe
+
+
+def test_a_slip_in_the_last_step_is_localised_there(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale",
+                        "gq = gs @ self.k * self.scale + 0.01 * self.q")
+    assert ("Step by step against the reference: gP (your `gp`), gS (your `gs`) right; the slip is in the last step, "
+            "from `gs` to your gradient for 'q'.") in out
+
+
+def test_a_slip_after_a_right_step_without_a_variable_for_the_next_says_after_which(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RMS_GX.replace("(g - ", "(g - 0.5 * "))
+    assert ("Step by step against the reference: gxhat (your `g`) right; none of your variables matches the next "
+            "step, gr (the gradient of r, shape (3, 1)): the slip comes after `g`.") in out
+
+
+def test_a_nan_gradient_never_passes_and_is_named(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, "return gy * np.nan")
+    assert "Your gradient for 'x' has NaN at (0, 0), (0, 1), (0, 2), (0, 3), (0, 4) and 10 more" in out
+    assert "PASSED" not in out
+
+
+# ----- answers out of reach ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("new, called", [
+    ("return (__import__('tensorlab').tensor(gy) / self.x).data", "tensorlab/functional.py: div"),
+    ("t = __import__('tensorlab').tensor(self.x, requires_grad=True)\n        t.log().backward(gy)\n"
+     "        return t.grad", "tensorlab/functional.py: log"),
+    ("from tensorlab.ops.elementwise import Log\n        return Log.backward(self, gy)",
+     "tensorlab/ops/elementwise.py: Log.backward"),
+])
+def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, called):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", new)
+    assert f"Log.backward calls tensorlab itself ({called}): that is the engine's answer, not yours." in out
+    assert "case 2/2  Log: x (3, 4): FAILED" in out
+
+
+def test_a_backward_that_switches_the_watch_off_is_refused(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
+                        "__import__('sys').setprofile(None)\n        return gy / self.x")
+    assert ("Log.backward calls tensorlab itself (sys.setprofile: the checker's watch switched off)") in out
+
+
+def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
+    import torch  # noqa: F401 (imported here first, so the student's import inside the time limit is instant)
+    path = plant(tmp_path, "exp_log", "return gy / self.x",
+                 "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
+                 "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()")
+    code, out = run(capsys, "check", "exp_log", path, "--time-limit", "60")  # torch's first backward can be slow
+    assert code == 1
+    assert "Log.backward calls another library's autograd (torch: " in out
+
+
+def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
+    """Built from a copy of the checkout (teachers/ included), so that the build leaves the checkout alone."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("tensorlab", "teachers"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(source),
+                            "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = tmp_path.glob("tensorlab-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/exercises/check.py" in names
+    assert not [n for n in names if "solutions" in n or n.startswith("teachers")], names
+
+
+def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path):
+    folder = tmp_path / "course"
+    code, out = run(capsys, "assignment", folder)
+    assert code == 0, out
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == sorted([f"{n}.py" for n in NAMES] + ["README.md"])
+    readme = (folder / "README.md").read_text()
+    for name in NAMES:
+        assert f"`python -m tensorlab.exercises check {name} {name}.py`" in readme
+        assert (folder / f"{name}.py").read_text() == (PACKAGE / "stubs" / f"{name}.py").read_text()
+        assert "NotImplementedError" in (folder / f"{name}.py").read_text()
+    code, out = run(capsys, "assignment", folder)
+    assert code == 2 and "not empty" in out
+    # the README's command, run in the students' folder, checks the stub there
+    command = next(line for line in readme.splitlines() if "| `value.py` |" in line).split("`")[-2]
+    done = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=folder, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "Value.__add__ is not written yet" in done.stdout, done.stdout + done.stderr
+
+
+# ----- a time limit, and Ctrl-C -----------------------------------------------------------------------------------
+def test_a_backward_that_never_returns_is_stopped_with_one_line(tmp_path):
+    """In a subprocess, so that a broken time limit fails this test instead of hanging the suite."""
+    path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
+    done = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path),
+                           "--time-limit", "0.5"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == ("case 1/2  Exp: x (3, 4): STOPPED: it did not finish within 0.5 s (a loop that never "
+                         "ends?). Fix it, or give it longer with --time-limit SECONDS.")
+    assert not any(line.startswith("case 2/2") for line in lines)
+
+
+def test_a_top_level_that_never_ends_is_stopped_too(tmp_path):
+    path = tmp_path / "my_topo.py"
+    path.write_text("while True:\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "topo", str(path), "--time-limit",
+                           "0.3"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 1
+    assert "my_topo.py (before any check) did not finish within 0.3 s: code at its top level never ends." in done.stdout
+
+
+def test_ctrl_c_prints_one_line(tmp_path):
+    path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
+    process = subprocess.Popen([sys.executable, "-u", "-m", "tensorlab.exercises", "check", "exp_log", str(path),
+                                "--time-limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT)
+    first = process.stdout.readline()  # the checker is running once it has said what it checks
+    assert first.startswith("Exercise 'exp_log'"), first
+    assert process.stdout.readline().startswith("Checking ")
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, (out, err)
+    assert err == ""
+    assert out.strip().splitlines() == [
+        "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."]
+
+
+# ----- the engine track: each typical mistake planted and named ----------------------------------------------------
+VALUE_BACKWARD = """        order, visited, stack = [], set(), [(self, False)]
+        while stack:                         # iterative depth-first search: parents before children
+            node, parents_done = stack.pop()
+            if parents_done:
+                order.append(node)
+            elif id(node) not in visited:
+                visited.add(id(node))
+                stack.append((node, True))
+                stack.extend((p, False) for p in node.parents if id(p) not in visited)
+        self.grad = 1.0
+        for node in reversed(order):         # each node after every node that uses it
+            node._backward()
+"""
+NAIVE_WALK = """        self.grad = 1.0
+        stack = [self]
+        while stack:                         # no order: a node's _backward may run before its consumers'
+            node = stack.pop()
+            node._backward()
+            stack.extend(node.parents)
+"""
+TOPO_BODY = """    order, visited, stack = [], set(), [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:                     # all its parents are in `order` already
+            order.append(node)
+        elif id(node) not in visited:
+            visited.add(id(node))
+            stack.append((node, True))
+            stack.extend((p, False) for p in node.parents if id(p) not in visited)
+    return order
+"""
+REVERSED_PREORDER = """    order, seen, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            order.append(node)
+            stack.extend(node.parents)
+    return order[::-1]
+"""
+RECURSIVE = """    order, seen = [], set()
+
+    def visit(node):
+        if id(node) not in seen:
+            seen.add(id(node))
+            for parent in node.parents:
+                visit(parent)
+            order.append(node)
+    visit(root)
+    return order
+"""
+UNBROADCAST_RETURN = "return grad.sum(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)"
+
+ENGINE_SLIPS = [
+    ("value", ["self.grad += ", "self.grad = ", "other.grad += ", "other.grad = "],
+     "probe 6/9  a * a + a (a used three times): FAILED", "Forgetting to accumulate: a Value used more than once"),
+    ("value", [VALUE_BACKWARD, NAIVE_WALK], "probe 7/9  x = a * b; (x + x.tanh()) * c (x reached along two paths): "
+     "FAILED", "Visiting a node before its consumers"),
+    ("value", ["(1 - t * t) * out.grad", "(1 - t) * out.grad"], "probe 3/9  a.tanh(): FAILED",
+     "The local derivative in the _backward of tanh is wrong"),
+    ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/5  a diamond", "['a'] appear more than once"),
+    ("topo", [TOPO_BODY, REVERSED_PREORDER], "probe 2/5  a diamond",
+     "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
+     "would visit 'a' before its consumer 'b'"),
+    ("topo", [TOPO_BODY, RECURSIVE], "probe 5/5  a chain of 5000 nodes: FAILED",
+     "topological_order raised RecursionError"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)))"],
+     "probe 3/8  grad (2, 3) -> shape (2, 1): FAILED", "you summed only the axes added in front ()"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(len(shape), grad.ndim)))"],
+     "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+     "Summing over the wrong axes: you summed over axes (1,), but broadcasting added or stretched axes (0,)"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)) + stretched)"],
+     "probe 2/8  grad (2, 3) -> shape (1, 3): FAILED", "You summed over the right axes (0,), but the result must "
+     "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum()"], "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+     "You summed over every axis"),
+    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.mean(axis=tuple(range(leading)) + stretched, "
+                     "keepdims=True).reshape(shape)"], "probe 1/8", "You took a mean where a sum belongs"),
+    ("function", ["return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, "
+                  "self.b.shape)", "return gy * self.a / self.y, gy * self.b / self.y"], "case 1/3  Hypot: a (3, 4), b (3, 4): ok",
+     "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)"),
+    ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"], "case 1/3",
+     "'a': You left out the division by y"),
+    ("function", ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"], "case 1/3",
+     "Hypot.forward does not compute what the exercise asks: its output differs from the reference forward (at"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt(a * a + b) of a negative b
+@pytest.mark.parametrize("name, edits, where, expected", ENGINE_SLIPS, ids=[f"{n}-{e[:30]}" for n, _, _, e in ENGINE_SLIPS])
+def test_each_engine_track_mistake_is_named(capsys, tmp_path, name, edits, where, expected):
+    out = check_planted(capsys, tmp_path, name, *edits)
+    assert where in out, out
+    assert expected in out, out
+
+
+def test_the_engine_track_comes_first():
+    assert NAMES[:4] == ["value", "topo", "unbroadcast", "function"]
+
+
+def test_an_unbroadcast_that_calls_the_engines_is_refused(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "unbroadcast", UNBROADCAST_RETURN,
+                        "from tensorlab.ops.broadcast import unbroadcast as u\n    return u(grad, shape)")
+    assert "unbroadcast calls tensorlab itself (tensorlab/ops/broadcast.py: unbroadcast)" in out
 
 
 # ----- files that cannot be checked ---------------------------------------------------------------------
@@ -256,6 +618,22 @@ def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
     assert "step 1 of 3:" in out
 
 
+@pytest.mark.parametrize("edits, expected, step", [
+    (["param = param - lr * weight_decay * param                # decay the weight, not through the gradient",
+      "", "return param, m, v", "param = param - lr * weight_decay * param\n    return param, m, v"],
+     "You apply the weight decay after the Adam update", 1),
+    (["m = b1 * m + (1 - b1) * grad", "m = (1 - b1) * grad", "v = b2 * v + (1 - b2) * grad * grad",
+      "v = (1 - b2) * grad * grad"], "You ignore the m and v passed in", 2),
+    (["m_hat = m / (1 - b1 ** step)", "m_hat = m", "v_hat = v / (1 - b2 ** step)", "v_hat = v"],
+     "You skipped the bias correction", 1),
+    (["v_hat = v / (1 - b2 ** step)", "v_hat = v"], "The bias correction of v is missing", 1),
+])
+def test_adamw_state_decay_order_and_bias_corrections_are_named(capsys, tmp_path, edits, expected, step):
+    out = check_planted(capsys, tmp_path, "adamw", *edits)
+    assert expected in out
+    assert f"step {step} of 3:" in out
+
+
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt of the negative v
 def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "adamw", "v = b2 * v + (1 - b2) * grad * grad",
@@ -285,3 +663,21 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert code == 2
     code, _ = run(capsys)
     assert code == 2
+
+
+def test_the_time_limit_gives_back_an_alarm_set_before_it():
+    """A test runner's own alarm (pytest-timeout's signal method) survives a check."""
+    from tensorlab.exercises.watch import time_limit
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with time_limit(5):
+            pass
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 0.3
+        time.sleep(0.6)
+        assert fired == [True]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -124,3 +124,50 @@ def test_gradcheck_argument_errors(backend):
         gradcheck(lambda x: x * 2.0, [x])
     with pytest.raises(TypeError, match="gradcheck: fn must return a Tensor"):
         gradcheck(lambda x: 3.0, [leaf([1.0], backend)])
+
+
+# ----- non-finite gradients: NaN fails every comparison, so `error > tolerance` alone would pass it ----------
+class NaNSoftmax(Softmax):
+    def backward(self, gy):
+        return gy * np.nan
+
+
+class OneInfMatMulGrad:
+    """A matmul whose gradient of b holds one inf and whose gradient of a is all NaN."""
+
+    @staticmethod
+    def make():
+        from tensorlab.ops.matmul import MatMul
+
+        class Broken(MatMul):
+            def backward(self, gy):
+                ga, gb = super().backward(gy)
+                gb = gb.copy()
+                gb[1, 0] = np.inf
+                return ga * np.nan, gb
+        return Broken()
+
+
+def test_an_all_nan_softmax_backward_fails_and_is_named(backend):
+    x = leaf(np.linspace(-1, 1, 8).reshape(2, 4), backend)
+    report = gradcheck(lambda x: NaNSoftmax()(x), [x], names=["x"], raise_on_failure=False)
+    assert not report.passed and report.inputs[0].wrong.all()
+    assert "your gradient for 'x' has NaN at (0, 0), (0, 1), (0, 2), (0, 3), (1, 0) and 3 more" in str(report)
+
+
+def test_nan_and_inf_in_a_matmul_backward_fail_each_input_by_name(backend):
+    a, b = leaf(np.ones((2, 3)) / 3, backend), leaf(np.arange(6.0).reshape(3, 2) / 6, backend)
+    report = gradcheck(lambda a, b: OneInfMatMulGrad.make()(a, b), [a, b], names=["a", "b"], raise_on_failure=False)
+    text = str(report)
+    assert [r.passed for r in report.inputs] == [False, False]
+    assert "your gradient for 'a' has NaN at (0, 0)" in text
+    assert "your gradient for 'b' has inf at (1, 0)" in text
+    assert int(report.inputs[1].wrong.sum()) == 1  # the other five elements of gb are right
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_function_that_is_not_finite_fails_on_the_numeric_side(backend):
+    x = leaf([1.0, 0.0, 2.0], backend)  # sqrt at 0: the nudge to -1e-6 gives NaN
+    report = gradcheck(lambda x: F.sqrt(x), [x], names=["x"], raise_on_failure=False)
+    assert not report.passed
+    assert "the numeric gradient for 'x' has NaN at (1,)" in str(report)

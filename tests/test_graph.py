@@ -10,6 +10,7 @@ import pytest
 import tensorlab as tl
 import tensorlab.functional as F
 import tensorlab.graph as tg
+import tensorlab.graph.svg
 from tensorlab.graph import dot as dot_module
 from tensorlab.tensor import backward_observers, topological_order
 
@@ -354,3 +355,208 @@ def test_long_steps_list_one_input_per_line():
     lines = str(t).splitlines()
     assert all(len(line) <= 120 for line in lines)
     assert any(line.strip().startswith("-> a_rather_long_parameter_name_number_") for line in lines)
+
+
+def test_trace_values_prints_small_gradients_and_skips_large_ones():
+    a, b = tl.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True), tl.tensor([0.5, -1.0], requires_grad=True)
+    big = leaf((5, 4))
+    loss = F.tanh(a * b).sum() + (big * big).sum()
+    with tg.trace(names={a: "a", b: "b", big: "big"}, values=True) as t:
+        loss.backward()
+    text = str(t)
+    # d/da tanh(a b) = (1 - tanh^2(a b)) b, and d/db the same times a, summed over rows
+    expected_a = (1 - np.tanh(a.data * b.data) ** 2) * b.data
+    np.testing.assert_allclose(next(s for s in t.steps if s.op == "Mul" and s.inputs[0].name == "a").inputs[0].values,
+                               expected_a, rtol=1e-6)
+    expected_b = (expected_a / b.data * a.data).sum(axis=0)
+    shown_a = "-> a = " + np.array2string(expected_a, precision=4, separator=", ", prefix="-> a = ")
+    assert shown_a.splitlines()[0] in text and "-> b = [{:.4f}, {:.4f}]".format(*expected_b) in text
+    assert "-> big =" not in text  # 20 elements: more than tg.tracer.SMALL, norm only
+    with tg.trace() as quiet:
+        F.tanh(a * b).sum().backward()
+    assert "=" not in str(quiet).split("\n", 1)[1]  # without values=True: norms only
+
+
+# ----- modules: grouping, depth, the HTML view --------------------------------------------------
+def four_layer_model():
+    """The issue's example: a 4-layer TinyTransformerLM (dropout on) and its loss; 97 ops, 254 nodes."""
+    from models.config import ModelConfig
+    from models.transformer import TinyTransformerLM
+    config = ModelConfig(vocab_size=50, context_len=16, d_model=32, n_layers=4, n_heads=4, d_ff=64, dropout=0.1)
+    model = TinyTransformerLM(config)
+    ids = np.random.default_rng(0).integers(0, 50, (2, 8))
+    _, loss = model(ids, ids)
+    return model, tg.capture(loss, names=dict(model.named_parameters()))
+
+
+def svg_size(svg_text):
+    root = ET.fromstring(svg_text)
+    return float(root.get("width")), float(root.get("height"))
+
+
+def test_ops_remember_the_modules_that_made_them():
+    from tensorlab.tensor import module_scope
+    model, g = four_layer_model()
+    scopes = {op.label: op.scope for op in reversed(g.ops())}  # the last block's ops win
+    assert [path for path, _, _ in scopes["CausalAttention"]] == ["", "blocks.3", "blocks.3.attn"]
+    assert [cls for _, cls, _ in scopes["CausalAttention"]] == ["TinyTransformerLM", "TransformerBlock",
+                                                                "CausalSelfAttention"]
+    assert [path for path, _, _ in scopes["Gelu"]] == ["", "blocks.3", "blocks.3.ffn"]
+    assert [path for path, _, _ in scopes["CrossEntropy"]] == [""]  # made by the model itself
+    assert g.module_paths()[:3] == ["tok_emb", "emb_dropout", "blocks.0"]
+    assert module_scope == []
+    outside = (leaf((2,)) * 2.0).sum()
+    assert tg.capture(outside).ops()[0].scope == ()
+    with pytest.raises(ValueError):
+        tl.nn.Linear(3, 2)(leaf((2, 5)))  # a shape error inside forward still pops the scope
+    assert module_scope == []
+
+
+def test_a_four_layer_model_fits_on_one_screen_at_block_depth():
+    _, g = four_layer_model()
+    full_width, full_height = svg_size(g.to_svg())
+    assert (len(g.ops()), len(g.nodes)) == (97, 254) and full_height > 10_000   # 11,850 px measured
+    view = g.collapsed(1)
+    width, height = svg_size(g.to_svg(depth=1))
+    # embedding, dropout, 4 blocks, norm, head, loss, the tied table, the targets: 12 nodes, 909 x 290 px
+    assert len(view.nodes) <= 12 and height <= 1000 and width <= 400, (len(view.nodes), width, height)
+    blocks = [n for n in view.modules() if n.label.startswith("blocks.")]
+    assert [n.label for n in blocks] == ["blocks.3", "blocks.2", "blocks.1", "blocks.0"]
+    assert {n.settings for n in blocks} == {"TransformerBlock, 23 ops"}
+    # nothing is lost: every op is shown or inside exactly one box, every parameter too
+    inside = [m for box in view.modules() for m in box.members]
+    assert len(inside) == len(set(inside))
+    assert sorted(n.id for n in g.ops()) == sorted([m for m in inside if m.startswith("f")] +
+                                                   [n.id for n in view.ops()])
+    assert {n.id for n in g.params()} == {m for m in inside if g.by_id[m].role == "param"} | \
+        {n.id for n in view.params()}
+    assert all(view.by_id[e.src].depth > view.by_id[e.dst].depth for e in view.edges)
+    # the full graph keeps its own depths: a view works on copies
+    assert all(g.by_id[e.src].depth > g.by_id[e.dst].depth for e in g.edges)
+    deeper = g.collapsed(2)
+    assert "blocks.0.attn" in [n.label for n in deeper.modules()] and len(deeper.nodes) > len(view.nodes)
+
+
+def test_split_outputs_are_labelled_q_k_v():
+    _, g = four_layer_model()
+    split = next(n for n in g.ops() if n.label == "Split")
+    produced = [g.by_id[e.dst].label for e in g.edges if e.src == split.id]
+    assert produced == ["q", "k", "v"] or sorted(produced) == ["k", "q", "v"]
+    attention = g.collapsed(1, expanded=["blocks.0", "blocks.0.attn"])
+    split = next(n for n in attention.ops() if n.label == "Split" and n.scope[1][0] == "blocks.0")
+    assert sorted(e.slot for e in attention.edges if e.src == split.id) == ["k", "q", "v"]
+
+
+def test_a_module_called_twice_is_two_boxes():
+    norm = tl.nn.RMSNorm(4)
+
+    class Twice(tl.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = norm
+
+        def forward(self, x):
+            return self.norm(self.norm(x) * 2.0)
+
+    view = tg.capture(Twice()(leaf((3, 4))).sum()).collapsed(1)
+    first, second = sorted(view.modules(), key=lambda n: -n.depth)  # the first call sits higher
+    assert (first.label, second.label) == ("norm (call 1)", "norm (call 2)")
+    assert [n.label for n in view.ops()] == ["Sum", "Mul"]  # the * 2.0 between them is the model's own
+
+
+def test_html_opens_at_block_depth_and_every_box_opens_on_click():
+    _, g = four_layer_model()
+    html = g.to_html()
+    views = dict(re.findall(r'<div class="view" data-view="([^"]*)"[^>]*>(.*?)</svg>', html, re.S))
+    assert set(views) == {"", "*"} | set(g.module_paths())
+    first = re.search(r'<div class="view" data-view="([^"]*)"( hidden)?>', html)
+    assert first.groups() == ("", None)  # the overview shows first
+    assert html.count("<div class=\"view\"") == html.count(" hidden>") + 1
+    assert len(svg_nodes(views[""][views[""].index("<svg"):] + "</svg>")) == 12
+    for view in views.values():
+        for path in re.findall(r'<g class="node module module" id="[^"]*" data-path="([^"]*)"', view):
+            assert path in views  # a click on any box has a drawing to show
+    block = views["blocks.1"]
+    inner = svg_nodes(block[block.index("<svg"):] + "</svg>")
+    labels = [lines[0] for _, lines, _ in inner.values()]
+    assert "blocks.1.attn" in labels and "blocks.0" in labels and "blocks.1" not in labels
+    assert "data-path=\"blocks.1\"" in block  # the path above the drawing leads back
+    assert "<script>" in html
+    # open modules are framed; a frame's name goes back to the view with it closed
+    frames = re.findall(r'<g class="frame" data-path="([^"]*)"><title>([^:]*):', views["blocks.1.attn"])
+    assert frames == [("", "blocks.1"), ("blocks.1", "blocks.1.attn")]
+    assert re.findall(r'<g class="frame"', views[""]) == []
+
+
+def test_depth_leaves_a_graph_without_modules_alone_and_reaches_the_html(tmp_path):
+    _, _, loss = mlp()
+    g = tg.capture(loss)
+    assert g.to_svg(depth=1) == g.to_svg()  # no module: nothing to close, every tensor still drawn
+    with pytest.raises(ValueError, match="depth must be 1 or more"):
+        g.collapsed(0)
+    _, model_graph = four_layer_model()
+    page = open(model_graph.render(tmp_path / "m.html", depth=2)).read()
+    overview = page[page.index('data-view=""'):]
+    overview = overview[overview.index("<svg"):overview.index("</svg>") + 6]
+    assert len(svg_nodes(overview)) == len(model_graph.collapsed(2).nodes) == 34
+
+
+def test_graph_modules_import_in_any_order_and_in_no_circle():
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+    package = Path(tg.__file__).parent
+    modules = sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")
+    imports = {}
+    for name in modules:
+        tree = ast.parse((package / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):  # imports inside functions count too
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tensorlab.graph"):
+                found |= {node.module.rsplit(".", 1)[-1]} if node.module != "tensorlab.graph" else \
+                    {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name.rsplit(".", 1)[-1] for a in node.names if a.name.startswith("tensorlab.graph.")}
+        imports[name] = found & set(modules)
+    state = {}
+
+    def visit(name, path):
+        assert state.get(name) != "open", "import circle: " + " -> ".join(path + [name])
+        if name not in state:
+            state[name] = "open"
+            for other in sorted(imports[name]):
+                visit(other, path + [name])
+            state[name] = "done"
+    for name in modules:
+        visit(name, [])
+    assert imports["snapshot"] == set() and imports["layout"] == set()  # the data and the geometry stand alone
+    # each one first, after the package is forgotten: no import order hides a circle
+    code = ("import importlib, sys\n"
+            f"for name in {modules!r}:\n"
+            "    for loaded in [m for m in sys.modules if m.startswith('tensorlab.graph')]:\n"
+            "        del sys.modules[loaded]\n"
+            "    importlib.import_module('tensorlab.graph.' + name)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=Path(tl.__file__).parent.parent)
+
+
+def test_frames_stay_inside_the_picture_and_around_their_modules_ops():
+    _, g = four_layer_model()
+    view = g.collapsed(1, expanded=["blocks.2", "blocks.2.ffn"])
+    root = ET.fromstring(tg.svg.to_svg(view, frames=["blocks.2", "blocks.2.ffn"]))
+    width, height = float(root.get("width")), float(root.get("height"))
+    frames = {g_.find(SVG + "title").text.split(":")[0]: [float(g_.find(SVG + "rect").get(k))
+                                                        for k in ("x", "y", "width", "height")]
+              for g_ in root.iter(SVG + "g") if g_.get("class") == "frame"}
+    assert sorted(frames) == ["blocks.2", "blocks.2.ffn"]
+    boxes = {g_.get("id"): [float(g_.find(SVG + "rect").get(k)) for k in ("x", "y", "width", "height")]
+             for g_ in root.iter(SVG + "g") if "node" in g_.get("class", "").split()}
+    for path, (fx, fy, fw, fh) in frames.items():
+        assert 0 <= fx and fx + fw <= width and 0 <= fy and fy + fh <= height
+        inside = [n for n in view.nodes if n.kind != "tensor" and path in [p for p, _, _ in n.scope]]
+        assert inside
+        for n in inside:
+            x, y, w, h = boxes[n.id]
+            assert fx <= x and x + w <= fx + fw and fy <= y and y + h <= fy + fh, (path, n.label)
+    gelu = next(n for n in view.ops() if n.label == "Gelu")
+    assert [p for p, _, _ in gelu.scope] == ["", "blocks.2", "blocks.2.ffn"]

@@ -5,7 +5,7 @@ import pytest
 import tensorlab
 from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
-from tensorlab.optim import AdamW, clip_grad_norm
+from tensorlab.optim import AdamW, clip_grad_norm_
 
 N_DIGITS, BASE = 6, 8
 SEP = BASE                      # the separator token, after the digits 0..7
@@ -35,7 +35,7 @@ def trained():
         _, loss = model(x, y)
         optimizer.zero_grad()
         loss.backward()
-        clip_grad_norm(model.parameters(), 1.0)
+        clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         losses.append(loss.item())
     return model, losses

@@ -1,4 +1,6 @@
 """TinyTransformerLM against its PyTorch twin: logits, loss and every gradient, for each positional encoding."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +10,10 @@ from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
 from models.torch_model import twin_of
 
-TOLERANCE = {"float64": 1e-8, "float32": 1e-4}
+# Relative error, worst over the 12 cases of test_logits_loss_and_every_gradient_match_pytorch (and the
+# norm_eps=0.1 ones), measured: float64 logits 3.5e-16, loss 2.5e-16, gradients 1.0e-15;
+# float32 logits 2.4e-07, loss 1.3e-07, gradients 6.0e-07. Each tolerance is within 100x of that.
+TOLERANCE = {"float64": 1e-13, "float32": 5e-5}
 ENCODINGS = ["sinusoidal", "learned", "rope"]
 
 
@@ -31,11 +36,11 @@ def batch(config, seed=0, B=3, T=10):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("tie", [True, False])
-@pytest.mark.parametrize("pos", ENCODINGS)
-def test_logits_loss_and_every_gradient_match_pytorch(pos, tie, dtype):
+@pytest.mark.parametrize("pos, tie, norm_eps", [(pos, tie, 1e-5) for pos in ENCODINGS for tie in (True, False)]
+                         + [("rope", True, 0.1), ("learned", False, 0.1)])
+def test_logits_loss_and_every_gradient_match_pytorch(pos, tie, norm_eps, dtype):
     tensorlab.manual_seed(1)
-    model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=tie, dtype=dtype))
+    model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=tie, dtype=dtype, norm_eps=norm_eps))
     twin = twin_of(model)
     x, y = batch(model.config)
     logits, loss = model(x, y)
@@ -94,7 +99,8 @@ def test_state_dict_round_trips_through_npz_and_into_pytorch(tmp_path):
     back = TinyTransformerLM(config)
     back.load_state_dict({name: t.detach().numpy() for name, t in twin.state_dict().items()})
     np.testing.assert_array_equal(back(x)[0].data, model(x)[0].data)
-    assert relative_error(model(x)[0].data, twin(torch.from_numpy(x))[0].detach().numpy()) <= 1e-12
+    # measured 3.2e-16
+    assert relative_error(model(x)[0].data, twin(torch.from_numpy(x))[0].detach().numpy()) <= 3e-14
 
 
 def test_load_state_dict_names_missing_unexpected_and_misshaped_entries():
@@ -123,36 +129,68 @@ def test_fused_attention_equals_composed_primitives(dropout):
         loss.backward()
         runs.append((logits.data, [a.data for a in attentions], {n: p.grad for n, p in model.named_parameters()}))
     (fused_logits, fused_att, fused_grads), (comp_logits, comp_att, comp_grads) = runs
-    assert relative_error(fused_logits, comp_logits) <= 1e-12
+    # measured worst relative error (dropout 0 and 0.3): logits 4.5e-16, attention 5.6e-17, gradients 4.4e-16
+    assert relative_error(fused_logits, comp_logits) <= 3e-14
     for a, b in zip(fused_att, comp_att):
-        assert relative_error(a, b) <= 1e-12
+        assert relative_error(a, b) <= 3e-14
     for name in fused_grads:
-        assert relative_error(fused_grads[name], comp_grads[name]) <= 1e-10, name
+        assert relative_error(fused_grads[name], comp_grads[name]) <= 3e-14, name
+
+
+PARAMETERS_AFTER_20_STEPS = 1e-11  # measured worst relative error 2.8e-13 (over the three encodings)
+WARMUP, TOTAL, MIN_RATIO = 5, 20, 0.1          # schedule: 5 warmup steps, cosine to 0.1 x base lr at step 20
+
+
+def torch_warmup_cosine_factor(step):
+    """The schedule's factor on each group's base lr, written here from its formula for the PyTorch side."""
+    if step < WARMUP:
+        return step / WARMUP
+    progress = min(step, TOTAL) - WARMUP
+    return MIN_RATIO + (1 - MIN_RATIO) * (1 + math.cos(math.pi * progress / (TOTAL - WARMUP))) / 2
+
+
+def tensorlab_schedule(optimizer):
+    """tensorlab's warmup-cosine on `optimizer`: a function of the step that sets every group's lr (the one
+    place that knows tensorlab's schedule API)."""
+    from tensorlab.optim import WarmupCosine
+    schedule = WarmupCosine(max_lr=1.0, min_lr=MIN_RATIO, warmup_steps=WARMUP, max_steps=TOTAL)
+    return lambda step: schedule.apply(optimizer, step)
+
+
+def torch_optimizer_by_its_own_rule(twin):
+    """AdamW over PyTorch's parameters, grouped here: matrices and tables decay, vectors (biases, gains) do not."""
+    params = list(twin.parameters())                                # a tied weight once
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                              {"params": no_decay, "weight_decay": 0.0, "lr": 5e-3}], lr=1e-2, betas=(0.9, 0.95))
 
 
 @pytest.mark.parametrize("pos", ENCODINGS)
 def test_twenty_adamw_steps_with_clipping_and_warmup_cosine_match_pytorch(pos):
-    """The whole training step: parameter groups (decay / no decay, their own lr), clipping, schedule, AdamW."""
-    from tensorlab.optim import AdamW, WarmupCosine, clip_grad_norm, weight_decay_groups
+    """The whole training step: parameter groups (decay / no decay, their own lr), clipping, schedule, AdamW.
+
+    The PyTorch side groups its parameters, and schedules its lr with torch.optim.lr_scheduler.LambdaLR,
+    by its own code: a bug in tensorlab's grouping or schedule shows as a difference.
+    """
+    from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
     tensorlab.manual_seed(7)
     model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=pos != "learned", dtype="float64"))
     twin = twin_of(model)
     groups = weight_decay_groups(model.named_parameters(), 0.1)
     groups[1]["lr"] = 5e-3                                          # the no-decay group gets its own lr
     optimizer = AdamW(groups, lr=1e-2, betas=(0.9, 0.95))
-    schedule = WarmupCosine(max_lr=1.0, min_lr=0.1, warmup_steps=5, max_steps=20)
-    twin_params = dict(twin.named_parameters())
-    twin_groups = [{"params": [twin_params[n] for n, p in model.named_parameters() if any(p is q for q in g["params"])],
-                    "weight_decay": g["weight_decay"], **({"lr": g["lr"]} if "lr" in g else {})} for g in groups]
-    twin_optimizer = torch.optim.AdamW(twin_groups, lr=1e-2, betas=(0.9, 0.95))
-    twin_schedule = torch.optim.lr_scheduler.LambdaLR(twin_optimizer, schedule.lr_at)
-    norms = []
-    for step in range(20):
+    set_lr = tensorlab_schedule(optimizer)
+    twin_optimizer = torch_optimizer_by_its_own_rule(twin)
+    twin_schedule = torch.optim.lr_scheduler.LambdaLR(twin_optimizer, torch_warmup_cosine_factor)
+    norms, lrs = [], []
+    for step in range(TOTAL):
         x, y = batch(model.config, seed=100 + step)
-        schedule.apply(optimizer, step)
+        set_lr(step)
+        lrs.append(([g["lr"] for g in optimizer.param_groups], [g["lr"] for g in twin_optimizer.param_groups]))
         optimizer.zero_grad()
         model(x, y)[1].backward()
-        norm = clip_grad_norm(model.parameters(), 0.5)
+        norm = clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
         twin_optimizer.zero_grad()
         twin(torch.from_numpy(x), torch.from_numpy(y))[1].backward()
@@ -161,8 +199,11 @@ def test_twenty_adamw_steps_with_clipping_and_warmup_cosine_match_pytorch(pos):
         twin_schedule.step()
         norms.append((norm, float(twin_norm)))
     assert any(n > 0.5 for n, _ in norms)                           # clipping was really exercised
-    for norm, twin_norm in norms:
-        assert abs(norm - twin_norm) <= 1e-8 * twin_norm
+    for ours, theirs in lrs:                                        # measured: equal to the last bit or 1 ulp
+        np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
+    for norm, twin_norm in norms:                                   # measured worst relative error 1.3e-15
+        assert abs(norm - twin_norm) <= 1e-13 * twin_norm
+    twin_params = dict(twin.named_parameters())
     for name, p in model.named_parameters():
         err = relative_error(p.data, twin_params[name].detach().numpy())
-        assert err <= 1e-8, f"{name}: relative error {err:.2e} after 20 steps"
+        assert err <= PARAMETERS_AFTER_20_STEPS, f"{name}: relative error {err:.2e} after 20 steps"

@@ -223,9 +223,15 @@ CASES = {
     "split": [
         Case("sizes-axis-neg", lambda x: F.split(x, [1, 3], axis=-1), lambda x: torch.split(x, [1, 3], dim=-1),
              randn(2, 4)),
-        Case("sections", lambda x: F.split(x, 2), lambda x: torch.chunk(x, 2), randn(4, 3)),
+        Case("piece-size", lambda x: F.split(x, 2), lambda x: torch.split(x, 2), randn(5, 3)),
+        Case("piece-size-axis", lambda x: F.split(x, 3, axis=1), lambda x: torch.split(x, 3, dim=1), randn(2, 7)),
         Case("one-piece-unused", lambda x: F.split(x, [1, 2, 1])[1], lambda x: torch.split(x, [1, 2, 1])[1],
              randn(4, 2)),
+    ],
+    "chunk": [
+        Case("even", lambda x: F.chunk(x, 2), lambda x: torch.chunk(x, 2), randn(4, 3)),
+        Case("uneven-axis-neg", lambda x: F.chunk(x, 3, axis=-1), lambda x: torch.chunk(x, 3, dim=-1), randn(2, 7)),
+        Case("fewer-pieces", lambda x: F.chunk(x, 4), lambda x: torch.chunk(x, 4), randn(6, 2)),
     ],
     # ----- matrix product: vectors, batches, broadcast batch axes
     "matmul": [

@@ -120,9 +120,106 @@ def test_a_shared_subexpression_and_a_reused_leaf_get_all_their_gradient(backend
 
 def test_an_unused_output_of_a_multi_output_op_gets_a_zero_gradient(backend):
     x = tensorlab.tensor(np.arange(6.0), requires_grad=True, device=backend.device)
-    a, b, c = F.split(x, 3)
+    a, b, c = F.chunk(x, 3)
     (b * 2.0).sum().backward()
     np.testing.assert_array_equal(host(x.grad), [0, 0, 2, 2, 0, 0])
+
+
+def test_leaf_gradients_are_never_the_same_array(backend):
+    """(a + b).backward() hands a and b the same upstream array: each leaf must keep its own copy."""
+    a = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
+    b = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
+    (a + b).sum().backward()
+    assert a.grad is not b.grad
+    (a * 5.0).sum().backward()            # a later backward into a alone
+    np.testing.assert_array_equal(host(a.grad), [6.0, 6.0, 6.0])
+    np.testing.assert_array_equal(host(b.grad), [1.0, 1.0, 1.0])
+
+
+def test_a_function_instance_called_twice_says_to_make_a_new_one(backend):
+    from tensorlab.ops.elementwise import Exp
+    a = tensorlab.tensor(np.array([0.5, 1.0]), requires_grad=True, device=backend.device)
+    b = tensorlab.tensor(np.array([-1.0, 2.0]), requires_grad=True, device=backend.device)
+    op = Exp()
+    op(a)
+    with pytest.raises(RuntimeError, match=r"^exp: this Exp instance was already called once.*create a new instance"):
+        op(b)
+    # the way it is meant: one instance per call, and each input gets its own gradient
+    (Exp()(a) + Exp()(b)).sum().backward()
+    np.testing.assert_allclose(host(a.grad), np.exp([0.5, 1.0]), rtol=1e-15)
+    np.testing.assert_allclose(host(b.grad), np.exp([-1.0, 2.0]), rtol=1e-15)
+
+
+def test_a_released_function_instance_cannot_be_called_again(backend):
+    from tensorlab.ops.elementwise import Exp
+    op = Exp()
+    x = tensorlab.tensor(np.array([0.5]), requires_grad=True, device=backend.device)
+    op(x).sum().backward()                 # backward releases op (clears what it saved)
+    with pytest.raises(RuntimeError, match="already called once"):
+        op(x)
+
+
+@pytest.mark.parametrize("index, axis, bad", [
+    ([0, 5], 0, 5),                         # 3 rows: CuPy's take would return rows 0 and 2
+    (np.array([[0, -4]]), 0, -4),
+    ((Ellipsis, [1, 4]), 2, 4),
+    ((0, None, [1, 2]), 1, 2),
+    ((slice(None), np.array([0, 1]), np.array([3, -5])), 2, -5),
+])
+def test_integer_array_indices_out_of_bounds_are_an_error_on_every_backend(index, axis, bad, backend):
+    x = tensorlab.tensor(np.arange(24.0).reshape(3, 2, 4), requires_grad=True, device=backend.device)
+    size = x.shape[axis]
+    with pytest.raises(IndexError, match=rf"^getitem: index {bad} is out of bounds for axis {axis} of size {size} "
+                                         rf"\(x has shape \(3, 2, 4\)\)"):
+        x[index]
+
+
+def test_integer_array_indices_in_bounds_including_negative_ones_work(backend):
+    x = tensorlab.tensor(np.arange(24.0).reshape(3, 2, 4), requires_grad=True, device=backend.device)
+    y = x[(np.array([[True, False]] * 3), [3, -4, 0])]   # a mask over two axes, then ids on the last
+    np.testing.assert_array_equal(host(y.data), np.arange(24.0).reshape(3, 2, 4)[:, 0][[0, 1, 2], [3, 0, 0]])
+    np.testing.assert_array_equal(host(x[[-3, 2]].data), np.arange(24.0).reshape(3, 2, 4)[[0, 2]])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_of_a_0d_tensor_keeps_shape_and_backward_works(approximate, dtype, backend):
+    x = tensorlab.tensor(np.array(0.7, dtype), requires_grad=True, device=backend.device)
+    y = F.gelu(x, approximate=approximate)
+    assert y.shape == () and y.dtype == dtype
+    y.backward()
+    t = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    torch.nn.functional.gelu(t, approximate=approximate).backward()
+    assert x.grad.shape == ()
+    np.testing.assert_allclose(float(host(x.grad)), t.grad.item(), rtol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_grad_mode_is_per_thread():
+    """no_grad() in one thread must not turn off recording in another (as in PyTorch)."""
+    import threading
+    inside, seen = threading.Event(), {}
+    done = threading.Event()
+
+    def worker():
+        with tensorlab.no_grad():
+            inside.set()
+            done.wait(5)
+    thread = threading.Thread(target=worker)
+    thread.start()
+    inside.wait(5)
+    x = tensorlab.tensor(np.ones(2), requires_grad=True)
+    seen["enabled"], seen["graph"] = tensorlab.is_grad_enabled(), (x * 2.0).requires_grad
+    done.set()
+    thread.join()
+    assert seen == {"enabled": True, "graph": True}
+
+    def check_other_thread_starts_enabled():
+        seen["other"] = tensorlab.is_grad_enabled()
+    with tensorlab.no_grad():
+        other = threading.Thread(target=check_other_thread_starts_enabled)
+        other.start()
+        other.join()
+    assert seen["other"] is True
 
 
 # ----- graph lifetime --------------------------------------------------------------------------

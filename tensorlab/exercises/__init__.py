@@ -1,17 +1,24 @@
-"""Gradient-check exercises: write a backward, and get told in plain words what is wrong with it.
+"""Exercises: build the engine, then write backwards, and get told in plain words what is wrong.
 
-    python -m tensorlab.exercises list                    the exercises
+    python -m tensorlab.exercises list                    the exercises, in order
     python -m tensorlab.exercises stub NAME [DEST]        copy an exercise's stub out to edit
     python -m tensorlab.exercises check NAME FILE         check your file; exit code 0 pass, 1 fail, 2 usage
+    python -m tensorlab.exercises assignment DIR          a students' folder: every stub and a README
 
 Layout:
-    catalog.py      the exercises: title, cases (class, settings, inputs), reference forward
-    check.py        a gradient exercise: run the student's forward and backward, then gradcheck
-    diagnose.py     a wrong gradient -> hints (sign, factor, transpose, zeros, broadcast sum, ...)
+    catalog.py      the exercises: title, cases (class, settings, inputs, reference forward, stages graph)
+    check.py        a gradient exercise: run the student's forward and backward, then gradcheck, then explain
+    stages.py       each exercise's reference forward in tensorlab ops, its intermediates named
+    slips.py        the typical mistakes of each exercise, each reproduced and named in the student's words
+    diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements
+    engine_check.py the engine track (value, topo, unbroadcast): probes with known answers
     adamw_check.py  the AdamW exercise: compare with tensorlab.optim.AdamW and name the slip
+    watch.py        the student's code under watch: time limit, Ctrl-C, engine calls refused, locals kept
     student.py      loading the student's file; pointing at the line that raised
-    stubs/          what students edit (forward given, backward to write)
-    solutions/      reference solutions; nothing imports them, so a teacher can delete the folder
+    assignment.py   writing the students' folder
+    stubs/          what students edit
+The reference solutions are in the repository's teachers/solutions/, outside this package:
+nothing here needs them, and they are never installed.
 
 See docs/exercises.md.
 """

@@ -1,7 +1,7 @@
-"""The command line: `python -m tensorlab.exercises list | stub NAME [DEST] | check NAME FILE`.
+"""The command line: `python -m tensorlab.exercises list | stub NAME [DEST] | check NAME FILE | assignment DIR`.
 
-Exit codes: 0 the check passed (or list/stub worked), 1 the check failed, 2 a usage error
-(an unknown exercise, a missing file, a stub that would overwrite a file).
+Exit codes: 0 the check passed (or list/stub/assignment worked), 1 the check failed, 2 a usage
+error (an unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C.
 """
 import argparse
 import difflib
@@ -9,9 +9,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, check
+from tensorlab.exercises import adamw_check, assignment, check, engine_check
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.student import StudentError
+from tensorlab.exercises.watch import Stopped
+
+TIME_LIMIT = 5.0  # seconds per case: a backward that loops forever is stopped, and the case named
 
 PROG = "python -m tensorlab.exercises"
 STUBS = Path(__file__).resolve().parent / "stubs"
@@ -29,12 +32,18 @@ def main(argv=None):
     checker = commands.add_parser("check", help="check your solution FILE to exercise NAME")
     checker.add_argument("name", metavar="NAME")
     checker.add_argument("file", metavar="FILE")
+    checker.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="SECONDS",
+                         help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)")
+    folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
+    folder.add_argument("dir", metavar="DIR")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on a usage error, 0 after --help
         return exit_.code
     if args.command == "list":
         return _list()
+    if args.command == "assignment":
+        return assignment.write(Path(args.dir), PROG)
     exercise = BY_NAME.get(args.name)
     if exercise is None:
         close = difflib.get_close_matches(args.name, BY_NAME, n=1)
@@ -43,12 +52,12 @@ def main(argv=None):
         return 2
     if args.command == "stub":
         return _stub(exercise, args.dest)
-    return _check(exercise, Path(args.file))
+    return _check(exercise, Path(args.file), args.time_limit)
 
 
 def _list():
     width = max(len(e.name) for e in EXERCISES)
-    print("Exercises (write the backward, then check it):")
+    print("Exercises, in order (write the missing code, then check it):")
     for exercise in EXERCISES:
         print(f"  {exercise.name:<{width}}  {exercise.title}")
     print(f"\nCopy a stub to edit:  {PROG} stub NAME my_NAME.py")
@@ -69,19 +78,28 @@ def _stub(exercise, dest):
     return 0
 
 
-def _check(exercise, path):
+def _check(exercise, path, time_limit):
     if not path.is_file():
         print(f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`.", file=sys.stderr)
         return 2
     print(f"Exercise {exercise.name!r}: {exercise.title}")
-    runner = adamw_check if exercise.kind == "adamw" else check
+    runner = RUNNERS[exercise.kind]
     try:
-        passed = runner.check(exercise, path)
+        passed = runner.check(exercise, path, time_limit=time_limit)
+    except Stopped as stop:
+        print(stop.line)
+        return stop.code
+    except KeyboardInterrupt:
+        print("Interrupted (Ctrl-C) before any case ran.")
+        return 130
     except StudentError as error:
         print("\n".join(error.lines))
         print("FAILED: the file could not be checked.")
         return 1
     return 0 if passed else 1
+
+
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 import numpy as np
 
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
+from tensorlab.exercises.watch import run_cases
 from tensorlab.optim import AdamW
 from tensorlab.tensor import Tensor
 
-INDENT = "    "
 STEPS = 3
 SHAPE = (3, 4)
 CASES = [dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2),
@@ -50,27 +50,28 @@ SLIPS = {
 }
 
 
-def check(exercise, path, out=print):
+def check(exercise, path, out=print, time_limit=None):
     """Check the student's adamw_step in every case; True when all pass."""
-    step_fn = find(load(path), "adamw_step", path, kind="function")
+    step_fn = find(load(path, time_limit), "adamw_step", path, kind="function")
     out(f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
         f"tensorlab.optim.AdamW (float64).")
-    failed = 0
-    for number, settings in enumerate(CASES, 1):
-        header = f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items())
+    not_written = []
+
+    def run(number, settings):
+        if not_written:
+            return ["(adamw_step is not written yet, see above)"]
         try:
-            lines = _check_case(step_fn, settings, np.random.default_rng(number), path)
+            return _check_case(step_fn, settings, np.random.default_rng(number), path)
         except NotWritten as error:
-            out(f"{header}: FAILED")
-            out("\n".join(INDENT + line for line in error.lines))
-            failed = len(CASES)
-            break
+            not_written.append(True)
+            return error.lines
         except StudentError as error:
-            lines = error.lines
-        out(f"{header}: {'FAILED' if lines else 'ok'}")
-        for line in lines:
-            out(INDENT + line)
-        failed += bool(lines)
+            return error.lines
+
+    runs = [(f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
+             lambda number=number, settings=settings: run(number, settings))
+            for number, settings in enumerate(CASES, 1)]
+    failed = run_cases(runs, time_limit, out)
     if failed:
         out(f"FAILED: {failed} of {len(CASES)} cases. Fix the first step reported above, and check again.")
     else:

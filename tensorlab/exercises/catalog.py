@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorlab.exercises import stages
+
 
 @dataclass
 class Case:
@@ -21,6 +23,8 @@ class Case:
     make: object          # rng -> list of input arrays, one per forward argument
     reference: object     # (*inputs, **settings) -> the forward's output
     settings: dict = field(default_factory=dict)  # keyword arguments for the class's constructor
+    graph: object = None  # (*tensors, **settings) -> (output, {stage: intermediate}) in tensorlab ops
+    forward_is_yours: bool = False  # the student writes forward too (the engine track's new Function)
 
     def describe(self, inputs):
         """'MatMul: a (3, 4), b (4, 2)' plus the settings, for the checker's case lines."""
@@ -35,9 +39,11 @@ class Exercise:
     name: str
     title: str
     cases: list = field(default_factory=list)
-    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step
+    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step;
+    #                           "engine": the engine track's probes (engine_check.py)
     shape_hint: str = ""      # said when a gradient has a wrong shape that no automatic fix explains
     hint: object = None       # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
+    probe: object = None      # (backward(gy) -> grads, inputs) -> lines: the student's backward on chosen gy
 
 
 def _normal(*shape):
@@ -76,17 +82,12 @@ def _causal_attention(q, k, v):
 
 # ----- exercise-specific hints ----------------------------------------------------------------------
 def _embedding_hint(inputs, name, report, context):
-    """Rows of repeated ids wrong: `gw[ids] = gy` or `gw[ids] += gy` keeps one repeat only."""
+    """Rows no id looks up must get 0 (repeats overwritten are a slip, slips.EMBEDDING)."""
     ids = inputs[0]
     wrong_rows = set(np.flatnonzero(report.wrong.any(axis=1)).tolist())
     counts = np.bincount(ids.reshape(-1), minlength=report.wrong.shape[0])
-    repeated = set(np.flatnonzero(counts > 1).tolist())
     unused = set(np.flatnonzero(counts == 0).tolist())
     hints = []
-    if wrong_rows and wrong_rows <= repeated:
-        hints.append(f"The wrong rows {sorted(wrong_rows)} are exactly ids that appear more than once in ids. "
-                     f"`gw[ids] = gy` and `gw[ids] += gy` keep only one of the repeats; every use must add "
-                     f"up: np.add.at(gw, ids, gy).")
     if wrong_rows & unused:
         hints.append(f"Rows {sorted(wrong_rows & unused)} are never looked up (no id equals them), so their "
                      f"gradient must be 0: start from np.zeros(...) of the table's shape.")
@@ -115,68 +116,134 @@ def _attention_hint(inputs, name, report, context):
     return []
 
 
+def _causality_probe(backward, inputs):
+    """Changing gy at the first query only must not change later keys' and values' gradients: the mask in backward.
+
+    Query 0 sees key 0 only, so gk[j] and gv[j] for j > 0 cannot depend on gy[0]. Two gy that differ
+    at position 0 only are compared, so a term that does not depend on gy at all cannot look like a leak.
+    """
+    q = inputs[0]
+    rng = np.random.default_rng(7)
+    gy = rng.standard_normal(q.shape)
+    changed = gy.copy()
+    changed[..., 0, :] += rng.standard_normal(q.shape[-1])
+    try:
+        before, after = backward(gy), backward(changed)
+    except Exception:  # noqa: BLE001 (the case itself reports what the backward raises)
+        return []
+    leaks = []
+    for name, g, h in (("gk", before[1], after[1]), ("gv", before[2], after[2])):
+        if np.shape(g) == q.shape and np.shape(h) == q.shape:
+            moved = np.abs(np.asarray(h) - np.asarray(g))[..., 1:, :] > 1e-12
+            where = sorted({int(i) + 1 for i in np.argwhere(moved)[:, -2]})
+            if where:
+                leaks.append(f"your {name} at positions {where}")
+    if not leaks:
+        return []
+    return [f"Gradient leaks to future positions: changing gy at position 0 (the first query) changes "
+            f"{' and '.join(leaks)}. Query 0 sees only key 0 (the causal mask hides the later ones), so nothing "
+            f"of its gradient may reach a later key or value: apply the mask in backward too (the P forward "
+            f"saved is 0 there; a softmax recomputed without the mask is not)."]
+
+
 # ----- the catalog -------------------------------------------------------------------------------
-_REDUCTION_CASES = [dict(axis=1), dict(axis=(0, 2)), dict(axis=None), dict(axis=-1, keepdims=True)]
+_REDUCTION_CASES = [dict(axis=1), dict(axis=(0, 2)), dict(axis=None), dict(axis=-1, keepdims=True),
+                    dict(axis=1, keepdims=True)]
 _REDUCTION_SHAPE_HINT = ("The gradient of a reduction has the input's shape: put the reduced axes back as "
                          "size 1 with np.expand_dims(gy, self.axes) (unless keepdims kept them), then copy "
                          "along them with np.broadcast_to(..., self.x_shape).copy().")
 
+def _rows_of_scale(*scales, width):
+    """Standard-normal rows times `scales`: rows of tiny variance make eps in RMSNorm count."""
+    return lambda rng: rng.standard_normal((len(scales), width)) * np.array(scales)[:, None]
+
+
+def _weight(width):
+    return lambda rng: 1 + 0.5 * rng.standard_normal(width)
+
+
 EXERCISES = [
+    Exercise("value", "engine 1/4: a scalar Value with + * tanh exp and backward (micrograd)", kind="engine"),
+    Exercise("topo", "engine 2/4: the topological order of the backward walk", kind="engine"),
+    Exercise("unbroadcast", "engine 3/4: undo broadcasting, summing over the broadcast axes", kind="engine"),
+    Exercise(
+        "function", "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
+        [Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True),
+         Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True),
+         Case("Hypot", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.hypot, graph=stages.hypot,
+              forward_is_yours=True)]),
     Exercise(
         "mul", "y = a * b with broadcasting: sum the gradient over the broadcast axes",
-        [Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply),
-         Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply),
-         Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply)]),
+        [Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply, graph=stages.mul),
+         Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply, graph=stages.mul),
+         Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply, graph=stages.mul)]),
     Exercise(
         "matmul", "y = a @ b for matrices: which factor is transposed, and where",
-        [Case("MatMul", ("a", "b"), _inputs(_normal(3, 4), _normal(4, 2)), np.matmul),
-         Case("MatMul", ("a", "b"), _inputs(_normal(4, 4), _normal(4, 4)), np.matmul),
-         Case("MatMul", ("a", "b"), _inputs(_normal(1, 5), _normal(5, 3)), np.matmul)]),
+        [Case("MatMul", ("a", "b"), _inputs(_normal(3, 4), _normal(4, 2)), np.matmul, graph=stages.matmul),
+         Case("MatMul", ("a", "b"), _inputs(_normal(4, 4), _normal(4, 4)), np.matmul, graph=stages.matmul),
+         Case("MatMul", ("a", "b"), _inputs(_normal(1, 5), _normal(5, 3)), np.matmul, graph=stages.matmul)]),
     Exercise(
         "exp_log", "y = exp(x) and y = log(x), elementwise: the chain rule in one line",
-        [Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp),
-         Case("Log", ("x",), _inputs(_positive(3, 4)), np.log)]),
+        [Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp, graph=stages.exp),
+         Case("Log", ("x",), _inputs(_positive(3, 4)), np.log, graph=stages.log)]),
     Exercise(
         "sum", "y = x.sum(axis, keepdims): copy the gradient back along the summed axes",
-        [Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings) for settings in _REDUCTION_CASES],
+        [Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings, graph=stages.sum_)
+         for settings in _REDUCTION_CASES] +
+        [Case("Sum", ("x",), _inputs(_normal(3, 1, 5)), np.sum, dict(axis=1), graph=stages.sum_)],
         shape_hint=_REDUCTION_SHAPE_HINT),
     Exercise(
         "mean", "y = x.mean(axis, keepdims): like sum, with one factor",
-        [Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings) for settings in _REDUCTION_CASES],
+        [Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings, graph=stages.mean)
+         for settings in _REDUCTION_CASES] +
+        [Case("Mean", ("x",), _inputs(_normal(3, 1, 5)), np.mean, dict(axis=1), graph=stages.mean)],
         shape_hint=_REDUCTION_SHAPE_HINT),
     Exercise(
         "softmax", "y = softmax(x) along an axis: every output depends on every input of its row",
-        [Case("Softmax", ("x",), _inputs(_normal(3, 5)), _softmax, dict(axis=-1)),
-         Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0)),
-         Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1))]),
+        [Case("Softmax", ("x",), _inputs(_normal(3, 5)), _softmax, dict(axis=-1), graph=stages.softmax),
+         Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0), graph=stages.softmax),
+         Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1), graph=stages.softmax),
+         Case("Softmax", ("x",), _inputs(_normal(4, 4)), _softmax, dict(axis=-1), graph=stages.softmax)]),
     Exercise(
         "log_softmax_nll", "loss = mean over rows of -log softmax(logits)[target]: cross-entropy",
         [Case("LogSoftmaxNLL", ("logits", "targets"),
-              _inputs(_normal(4, 5), lambda rng: rng.integers(0, 5, 4)), _log_softmax_nll),
+              _inputs(_normal(4, 5), lambda rng: rng.integers(0, 5, 4)), _log_softmax_nll,
+              graph=stages.log_softmax_nll),
          Case("LogSoftmaxNLL", ("logits", "targets"),
-              _inputs(_normal(3, 7), lambda rng: np.array([6, 0, 6])), _log_softmax_nll)],
+              _inputs(_normal(3, 7), lambda rng: np.array([6, 0, 6])), _log_softmax_nll,
+              graph=stages.log_softmax_nll),
+         Case("LogSoftmaxNLL", ("logits", "targets"),
+              _inputs(_normal(1, 6), lambda rng: np.array([2])), _log_softmax_nll, graph=stages.log_softmax_nll)],
         shape_hint="gx has the logits' shape (N, V); the loss is one number, so gy is a 0-d array.",
         hint=_nll_hint),
     Exercise(
         "rms_norm", "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
-        [Case("RMSNorm", ("x", "weight"), _inputs(_normal(3, 5), lambda rng: 1 + 0.5 * rng.standard_normal(5)),
-              _rms_norm, dict(eps=1e-5)),
-         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 3, 4), lambda rng: 1 + 0.5 * rng.standard_normal(4)),
-              _rms_norm, dict(eps=1e-5))]),
+        [Case("RMSNorm", ("x", "weight"), _inputs(_normal(3, 5), _weight(5)), _rms_norm, dict(eps=1e-5),
+              graph=stages.rms_norm),
+         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 3, 4), _weight(4)), _rms_norm, dict(eps=1e-5),
+              graph=stages.rms_norm),
+         Case("RMSNorm", ("x", "weight"), _inputs(_rows_of_scale(1.0, 1e-3, 3e-3, width=6), _weight(6)),
+              _rms_norm, dict(eps=1e-5), graph=stages.rms_norm),
+         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 4), _weight(4)), _rms_norm, dict(eps=0.5),
+              graph=stages.rms_norm)]),
     Exercise(
         "embedding", "y = weight[ids]: repeated ids add up in the table's gradient",
         [Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([4, 0, 2]), _normal(5, 3)),
-              lambda ids, weight: weight[ids]),
+              lambda ids, weight: weight[ids], graph=stages.embedding),
          Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([[1, 3, 1], [0, 3, 1]]), _normal(6, 4)),
-              lambda ids, weight: weight[ids])],
+              lambda ids, weight: weight[ids], graph=stages.embedding)],
         shape_hint="The table's gradient has the table's shape (V, C), whatever the shape of ids: start from "
                    "np.zeros(self.weight_shape) and add each gy[n] into row ids[n].",
         hint=_embedding_hint),
     Exercise(
         "causal_attention", "y = softmax(q k^T / sqrt(D) + causal mask) v: matmul and softmax together",
-        [Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 2, 3, 5)] * 3), _causal_attention),
-         Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 3, 4, 4)] * 3), _causal_attention)],
-        hint=_attention_hint),
+        [Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 2, 3, 5)] * 3), _causal_attention,
+              graph=stages.causal_attention),
+         Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 3, 4, 4)] * 3), _causal_attention,
+              graph=stages.causal_attention)],
+        hint=_attention_hint, probe=_causality_probe),
     Exercise("adamw", "one AdamW step in NumPy: moments, bias correction, decoupled weight decay", kind="adamw"),
 ]
 

@@ -8,31 +8,36 @@ For every case of an exercise:
    engine would reject it (or, for gy changed in place, silently corrupt other gradients);
 3. the same backward with 2 * gy: an answer that does not double ignores gy;
 4. tensorlab.gradcheck (float64, central differences, random upstream gradient), and for a
-   failed input the slips `diagnose` recognises, then gradcheck's own table.
+   failed input: the exercise's own slips (slips.py, each reproduced and compared), then the
+   general ones `diagnose` recognises, and when none fits, the first stage of the backward that
+   goes wrong (the student's variables against the reference's stages, stages.py); then
+   gradcheck's own table.
+The backward runs watched (watch.py): calling tensorlab's ops or autograd is refused, and its
+local variables are kept for the stage comparison. A case has a time limit (run_cases).
 """
 import numpy as np
 
-from tensorlab.exercises import diagnose
+from tensorlab.exercises import diagnose, slips, stages
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
+from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.gradcheck import gradcheck
 from tensorlab.tensor import Tensor
 
 INDENT = "    "
+BROADCAST_HINT = ("Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
+                  "lost the reduced axis and no longer fits beside the array it came from.")
 
 
-def check(exercise, path, out=print):
+def check(exercise, path, out=print, time_limit=None):
     """Check every case of a gradient exercise against the file at `path`; True when all pass."""
-    module = load(path)
+    module = load(path, time_limit)
     classes = {case.cls: find(module, case.cls, path) for case in exercise.cases}
     out(f"Checking {path} against {len(exercise.cases)} cases: your backward vs finite differences (float64).")
-    not_written, failed, passed_cases = set(), 0, []
-    for number, case in enumerate(exercise.cases, 1):
-        inputs = case.make(np.random.default_rng(number))
-        header = f"case {number}/{len(exercise.cases)}  {case.describe(inputs)}"
+    not_written, passed_cases = set(), []
+
+    def run(number, case, inputs):
         if case.cls in not_written:
-            out(f"{header}: FAILED ({case.cls}.backward is not written yet, see above)")
-            failed += 1
-            continue
+            return [f"({case.cls} is not finished yet, see above)"]
         try:
             lines = _check_case(exercise, case, classes[case.cls], inputs, path)
         except NotWritten as error:
@@ -40,14 +45,17 @@ def check(exercise, path, out=print):
             lines = error.lines
         except StudentError as error:
             lines = error.lines
-        out(f"{header}: {'FAILED' if lines else 'ok'}")
-        for line in lines:
-            for part in line.splitlines() or [""]:
-                out(INDENT + part if part else "")
-        failed += bool(lines)
         if not lines:
             passed_cases.append(case)
+        return lines
+
     total = len(exercise.cases)
+    runs = []
+    for number, case in enumerate(exercise.cases, 1):
+        inputs = case.make(np.random.default_rng(number))
+        runs.append((f"case {number}/{total}  {case.describe(inputs)}",
+                     lambda number=number, case=case, inputs=inputs: run(number, case, inputs)))
+    failed = run_cases(runs, time_limit, out)
     if failed and not not_written:
         for line in _settings_hint(exercise.cases, passed_cases):
             out(line)
@@ -61,7 +69,7 @@ def check(exercise, path, out=print):
 
 def _check_case(exercise, case, cls, inputs, path):
     """Lines explaining what is wrong in this case; [] when it passes."""
-    y, grads = _forward_and_backward(case, cls, inputs, path, scale=1.0)
+    y, grads, gy, local_arrays = _forward_and_backward(case, cls, inputs, path, scale=1.0)
     problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
     if problems:
         if fixes is not None:
@@ -86,42 +94,127 @@ def _check_case(exercise, case, cls, inputs, path):
                                report.atol, report.rtol)
     ignores_gy = _ignores_gy(case, cls, inputs, path, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []
-    for name, input_report in reports.items():
-        if input_report.passed:
-            continue
-        lines += diagnose.explain(name, input_report, context, detailed=not ignores_gy)
+    wrong = [name for name, r in reports.items() if not r.passed]
+    reference = stages.reference(case.graph, names, inputs, case.settings, gy) if case.graph else None
+    student = dict(zip(names, _as_tuple(grads)))
+    named = {}
+    if reference is not None and not ignores_gy:
+        for slip, explains in slips.recognise(case.cls, reference, student, wrong, context.close):
+            lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
+            named.update(dict.fromkeys(explains, slip.name))
+    if exercise.probe and not ignores_gy:
+        probed = exercise.probe(lambda g: _student_backward(case, cls, inputs, path, g), inputs)
+        lines += probed
+        named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
+    said = set()
+    for name in wrong:
+        fallback = _stage_lines(reference, local_arrays, name, context) if reference is not None else []
+        fallback = [line for line in fallback if line not in said]  # a shared stage is named once
+        said.update(fallback)
+        lines += diagnose.explain(name, reports[name], context, detailed=not ignores_gy and name not in named,
+                                  fallback=fallback)
         if exercise.hint:
-            lines += exercise.hint(inputs, name, input_report, context)
+            lines += exercise.hint(inputs, name, reports[name], context)
     return lines + ["", "gradcheck's report:"] + [INDENT + line for line in str(report).splitlines()]
 
 
+def _stage_lines(reference, local_arrays, name, ctx):
+    """Which stage of the backward first goes wrong: the student's variables against the reference's stages."""
+    right = []
+    for stage in reference.stages + [name]:
+        expected = reference.grad[stage]
+        holders = [var for var, value in local_arrays.items() if ctx.close(np.asarray(value), expected)]
+        if holders:
+            right.append((stage, holders[0]))
+            continue
+        if not right and not local_arrays:
+            return ["Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
+                    "them one by one with the reference's and says which step first goes wrong."]
+        if not right:
+            return []  # nothing to localise: the first step is already off
+        done = ", ".join(f"g{s} (your `{var}`)" for s, var in right)
+        head = f"Step by step against the reference: {done} right; "
+        if stage == name:
+            return [head + f"the slip is in the last step, from `{right[-1][1]}` to your gradient for '{name}'."]
+        candidate = _variable_for(stage, expected.shape, local_arrays)
+        if candidate:
+            off = ~np.isclose(np.asarray(local_arrays[candidate]), expected, rtol=ctx.rtol, atol=ctx.atol)
+            return [head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
+                    f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}."]
+        return [head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
+                f"{expected.shape}): the slip comes after `{right[-1][1]}`."]
+    return []
+
+
+def _variable_for(stage, shape, local_arrays):
+    """The student's variable that most likely holds the gradient of `stage`: gS, gs, g_s, dS, ..."""
+    wanted = {f"g{stage}".lower(), f"g_{stage}".lower(), f"d{stage}".lower(), f"grad_{stage}".lower()}
+    for var, value in local_arrays.items():
+        if var.lower() in wanted and np.shape(value) == shape:
+            return var
+    return None
+
+
 def _forward_and_backward(case, cls, inputs, path, scale):
-    """Run the student's forward (checked against the reference) and backward on scale * gy."""
+    """Run the student's forward (checked against the reference) and backward on scale * gy.
+
+    Returns (y, grads, gy, the backward's local arrays).
+    """
+    y, op = _student_forward(case, cls, inputs, path)
+    gy = np.asarray(scale * np.random.default_rng(1000).standard_normal(np.shape(y)))  # 0-d stays an array
+    grads, local_arrays = _student_backward(case, cls, inputs, path, gy, op=op, keep_locals=True)
+    return y, grads, gy, local_arrays
+
+
+def _student_forward(case, cls, inputs, path):
     name = cls.__name__
     op = _student_call(f"{name}({_settings(case.settings)})", path, lambda: cls(**case.settings))
     y = _student_call(f"{name}.forward", path, lambda: op.forward(*[x.copy() for x in inputs]))
     expected = np.asarray(case.reference(*inputs, **case.settings))
     if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9,
                                                                                     atol=1e-12):
+        if case.forward_is_yours:
+            raise StudentError(f"{name}.forward does not compute what the exercise asks: its output differs from "
+                               f"the reference forward{_first_difference(y, expected)}. Fix forward first.")
         raise StudentError(
             f"{name}.forward does not compute what the exercise asks: its output differs from the reference "
             f"forward. The forward is given; take it back from a fresh stub "
             f"(python -m tensorlab.exercises stub ...) and change only backward.")
-    gy = np.asarray(scale * np.random.default_rng(1000).standard_normal(np.shape(y)))  # 0-d stays an array
+    return y, op
+
+
+def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
+    """The student's backward on gy (a fresh forward first unless `op` is given), watched."""
+    if op is None:
+        _, op = _student_forward(case, cls, inputs, path)
+    name = cls.__name__
     given = gy.copy()
     shapes = "; ".join([f"gy {gy.shape}"] + [f"{n} {x.shape}" for n, x in zip(case.names, inputs)])
+    backward = getattr(type(op).backward, "__code__", None)
     try:
-        grads = _student_call(f"{name}.backward", path, lambda: op.backward(given))
+        with watch(backward) as watched:
+            grads = _student_call(f"{name}.backward", path, lambda: op.backward(given))
     except NotWritten:
         raise
     except StudentError as error:
-        raise StudentError(*error.lines, f"Shapes here: {shapes}.") from None
+        hint = [BROADCAST_HINT] if "could not be broadcast" in error.lines[0] else []
+        raise StudentError(*error.lines, f"Shapes here: {shapes}.", *hint) from None
+    used = engine_use_line(f"{name}.backward", watched.engine_calls)
+    if used:
+        raise StudentError(used)
     if not np.array_equal(given, gy):
         raise StudentError(
             f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
             f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
             f"new array instead, e.g. `gx = gy * ...`.")
-    return y, grads
+    return (grads, watched.locals) if keep_locals else grads
+
+
+def _first_difference(y, expected):
+    if not hasattr(y, "shape") or np.shape(y) != expected.shape:
+        return f" (shape {np.shape(y) if hasattr(y, 'shape') else type(y).__name__}, expected {expected.shape})"
+    k = np.unravel_index(np.argmax(np.abs(np.nan_to_num(y - expected, nan=np.inf))), expected.shape)
+    return f" (at {tuple(int(i) for i in k)}: yours {y[k]:.8g}, expected {expected[k]:.8g})"
 
 
 def _grad_problems(exercise, case, inputs, output_shape, grads):
@@ -183,7 +276,7 @@ def _try_fixes(cls, case, inputs, fixes):
 def _ignores_gy(case, cls, inputs, path, grads):
     """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
     try:
-        _, doubled = _forward_and_backward(case, cls, inputs, path, scale=2.0)
+        _, doubled, _, _ = _forward_and_backward(case, cls, inputs, path, scale=2.0)
     except StudentError:
         return False
     pairs = [(g, d) for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
@@ -207,15 +300,22 @@ def _student_call(what, path, call):
 
 
 def _settings_hint(cases, passed):
-    """A note when the cases that pass and those that fail differ in their settings (an axis, keepdims)."""
+    """A note when the cases that pass and those that fail differ in one setting (an axis, keepdims)."""
     failed = [case for case in cases if case not in passed]
-    if not passed or not any(case.settings for case in cases) or \
-            {_settings(c.settings) for c in passed} & {_settings(c.settings) for c in failed}:
+    if not passed or not failed:
         return []
-    good = ", ".join(f"({_settings(c.settings) or 'the defaults'})" for c in passed)
-    bad = ", ".join(f"({_settings(c.settings) or 'the defaults'})" for c in failed)
-    return [f"Note: your backward passes with {good}, but not with {bad}. Does it use the settings it was "
-            f"given (self.axis, self.keepdims, ...) everywhere, rather than a fixed value?"]
+    for key in sorted({key for case in cases for key in case.settings}):
+        good = {repr(c.settings.get(key)) for c in passed}
+        bad = {repr(c.settings.get(key)) for c in failed}
+        if good & bad:
+            continue
+        fails = ", ".join(f"{key}={value}" for value in sorted(bad))
+        if key == "keepdims" and bad == {"True"}:
+            return ["Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
+                    "size 1: put them back (np.expand_dims) only when self.keepdims is False."]
+        return [f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
+                f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"]
+    return []
 
 
 def _settings(settings):

@@ -27,6 +27,7 @@ LISTED = 12  # wrong elements named by index when only some are wrong
 FALLBACK = ("None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs). "
             "Re-derive the gradient on paper for a tiny case (one row, two or three elements) and compare "
             "with the numbers in the table below.")
+# said before the fallback, which then localises the slip: the first stage of the backward that goes wrong
 
 IGNORES_GY = ("Your backward gives the same answer when gy is doubled: it ignores gy, the gradient arriving "
               "from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local derivative by gy.")
@@ -47,32 +48,35 @@ class Context:
 
 
 # ----- wrong values: what gradcheck found --------------------------------------------------------------
-def explain(name, report, ctx, detailed=True):
-    """Lines for one failed input: how many elements are wrong, then the slip it looks like."""
+def explain(name, report, ctx, detailed=True, fallback=None):
+    """Lines for one failed input: how many elements are wrong, then the slip it looks like.
+
+    When no slip fits, `fallback` lines (where the backward first goes wrong, when the checker
+    could tell) follow the general advice.
+    """
     a, n, wrong = report.analytic, report.numeric, report.wrong
     count, total = int(wrong.sum()), wrong.size
     what = f"all {total} elements are wrong" if count == total else f"{count} of {total} elements are wrong"
     lines = [f"input '{name}' (shape {tuple(a.shape)}): {what}."]
     if not detailed:
         return lines
-    hints = _whole_array_slip(name, a, n, ctx)
+    hints = _whole_array_slip(name, a, n, report, ctx)
     if not hints and count < total:
         hints = _some_elements(name, a, n, wrong, ctx)
-    return lines + (hints or [FALLBACK])
+    return lines + (hints or [FALLBACK] + (fallback or []))
 
 
-def _whole_array_slip(name, a, n, ctx):
+def _whole_array_slip(name, a, n, report, ctx):
     if not np.all(np.isfinite(a)):
-        bad = np.argwhere(~np.isfinite(a))
-        return [f"Your gradient holds NaN or inf at {len(bad)} elements (the first at {_index(bad[0])}): "
-                f"look for a division by zero, a log of 0 or an exp that overflows."]
+        return [line[0].upper() + line[1:] + ": look for a division by zero, a log of 0, an exp that overflows, "
+                "or inf - inf (a masked -inf score used in arithmetic)." for line in report.nonfinite_lines()]
     if np.all(np.abs(a) <= ctx.atol) and not np.all(np.abs(n) <= ctx.atol):
         return ["Your gradient is all zeros. Is a placeholder such as np.zeros_like(...) still returned, "
                 "or does a factor that should not be zero (gy, a mask, a saved value) come out as zero?"]
     if ctx.close(a, -n):
         return ["Your gradient is exactly -1 times the right one: check the sign of your derivative."]
-    for other, report in ctx.reports.items():
-        if other != name and ctx.close(a, report.numeric) and not ctx.close(report.numeric, n):
+    for other, other_report in ctx.reports.items():
+        if other != name and ctx.close(a, other_report.numeric) and not ctx.close(other_report.numeric, n):
             order = ", ".join(f"g{x}" for x in ctx.reports)
             return [f"Your gradient for '{name}' is the right gradient for '{other}': the two are swapped. "
                     f"Return one gradient per input in the order of forward's arguments ({order}), and check "
@@ -146,7 +150,8 @@ def _factor_message(c, name, ctx):
         if math.isclose(k, length, rel_tol=1e-3):
             if abs(c) > 1:
                 why = (f"it is too large by {length}: a division by {length} is missing (like the 1/n of a mean), "
-                       f"or you summed where each element should get a copy.")
+                       f"you summed where each element should get a copy, or a scale is inverted (multiplying by "
+                       f"sqrt({length}) where the forward divides by it is off by {length}).")
             else:
                 why = (f"it is too small by {length}: you divide by {length} once too often, or took a mean "
                        f"where a sum (or a copy) belongs.")
@@ -189,6 +194,12 @@ def _format_factor(c):
 
 def _index(index):
     return str(tuple(int(i) for i in index))
+
+
+def listed(indices, shown=LISTED):
+    """'(0, 3), (1, 2) and 4 more' for an array of indices as np.argwhere gives them."""
+    text = ", ".join(_index(i) for i in indices[:shown])
+    return text + (f" and {len(indices) - shown} more" if len(indices) > shown else "")
 
 
 # ----- wrong shapes, types and dtypes: caught before the engine -------------------------------------

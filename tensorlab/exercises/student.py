@@ -3,6 +3,8 @@ import traceback
 import types
 from pathlib import Path
 
+from tensorlab.exercises import watch
+
 
 class StudentError(Exception):
     """The student's file cannot be checked; `lines` say why and what to do."""
@@ -16,8 +18,8 @@ class NotWritten(StudentError):
     """A function of the student's still raises NotImplementedError: the exercise is not done yet."""
 
 
-def load(path):
-    """Run the student's file as a fresh module and return it.
+def load(path, time_limit=None):
+    """Run the student's file as a fresh module and return it (its top level within `time_limit` seconds).
 
     The source is compiled and executed directly rather than imported, so no stale bytecode
     from an edit made within the same second can run, and no __pycache__ appears beside it.
@@ -42,7 +44,11 @@ def load(path):
         lines.append("Fix the syntax there (a missing bracket, colon or indentation is typical) and check again.")
         raise StudentError(*lines) from None
     try:
-        exec(code, module.__dict__)
+        with watch.time_limit(time_limit):
+            exec(code, module.__dict__)
+    except watch.TimeLimit:
+        raise StudentError(f"Running {path.name} (before any check) did not finish within {time_limit:g} s: "
+                           f"code at its top level never ends. Put your code inside the functions.") from None
     except Exception as error:  # noqa: BLE001 (anything the student's top level raises is reported)
         raise StudentError(*describe_exception(error, path, f"Running {path.name} (before any check)")) from None
     return module
@@ -76,6 +82,17 @@ def describe_exception(error, path, what):
         if frame.line:
             lines.append(f"      {frame.line.strip()}")
     return lines
+
+
+def raising_function(error, path):
+    """'Value.__add__': the function of the student's file that raised `error`, or None."""
+    path = Path(path).resolve()
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        if _same_file(tb.tb_frame.f_code.co_filename, path):
+            found = tb.tb_frame.f_code.co_qualname
+        tb = tb.tb_next
+    return found
 
 
 def _same_file(filename, path):

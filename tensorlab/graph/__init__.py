@@ -12,9 +12,15 @@ snapshot first, then run backward, then draw: the parameters' gradient norms app
         loss.backward()
     print(t)                             # the Functions in the order backward ran them, and
                                          # every implicit broadcast reduction
+                                         # (trace(values=True): small gradients' values too)
     g.render("graph.html")               # SVG + legend; 'grad' norms on the parameters
     g.render("graph.svg", trace=t)       # ... and on every intermediate tensor too
     g.render("graph.dot")                # Graphviz text; .png/.pdf need Graphviz's `dot`
+    g.render("graph.svg", depth=1)       # each module the model calls as one box
+
+Ops made inside a Module's forward remember its name path ("blocks.1.attn"): the HTML
+page of a model opens with one box per block and a click on a box opens it, and
+`depth=` draws an SVG or DOT with the modules below that depth collapsed (groups.py).
 
 `render(loss, "graph.svg")` captures and draws in one call (before backward, or
 after backward(retain_graph=True)). In Jupyter a Graph shows itself inline.
@@ -23,14 +29,15 @@ Names: `names` accepts {tensor: name}, {id(tensor): name}, {name: tensor} (such 
 dict(model.named_parameters())) or (name, tensor) pairs; a tensor with a string
 `.name` attribute is labelled with it. Unnamed tensors show their role and shape.
 """
-from tensorlab.graph.snapshot import Edge, Graph, Node, capture
 from tensorlab.graph.dot import GraphvizNotFoundError
+from tensorlab.graph.snapshot import Edge, Node
 from tensorlab.graph.tracer import Trace, trace
+from tensorlab.graph.view import Graph, capture
 
 __all__ = ["capture", "render", "trace", "Graph", "Node", "Edge", "Trace", "GraphvizNotFoundError"]
 
 
-def render(outputs, path, names=None, trace=None):
+def render(outputs, path, names=None, trace=None, depth=None):
     """Capture the graph behind `outputs` (or take a Graph) and write it to `path` (.svg .html .dot .png .pdf)."""
     graph = outputs if isinstance(outputs, Graph) else capture(outputs, names=names)
-    return graph.render(path, trace=trace)
+    return graph.render(path, trace=trace, depth=depth)

@@ -6,8 +6,7 @@ Graphviz viewer) turns it into a picture with Graphviz's own layout.
 import shutil
 import subprocess
 
-from tensorlab.graph.snapshot import node_lines, node_tooltip
-from tensorlab.graph.svg import STYLES
+from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
 
 GRAPHVIZ_FORMATS = ("png", "pdf")
 
@@ -25,7 +24,7 @@ def to_dot(graph, trace=None):
            '  edge [color="#6f6f6f", fontsize=9, fontcolor="#555555"];']
     for node in graph.nodes:
         fill, stroke, width, _ = STYLES[node.role]
-        shape = 'shape=box, style="rounded,filled"' if node.is_op else "shape=box"
+        shape = 'shape=box, style="rounded,filled"' if node.kind != "tensor" else "shape=box"
         label = "\\n".join(_quote(line) for line in node_lines(node, norms.get(node.id)))
         tooltip = _quote(node_tooltip(node, norms.get(node.id))).replace("\n", "\\n")
         out.append(f'  {node.id} [{shape}, label="{label}", tooltip="{tooltip}", '

@@ -26,9 +26,9 @@ from tensorlab.tensor import Tensor, topological_order
 class Node:
     """One op or one tensor of the graph."""
 
-    id: str                  # "f3" for ops, "t7" for tensors; unique in the graph
-    kind: str                # "op" or "tensor"
-    role: str                # op | param (leaf with grad) | constant (leaf without) | intermediate | output
+    id: str                  # "f3" for ops, "t7" for tensors, "m:blocks.0#5" for modules; unique in the graph
+    kind: str                # "op", "tensor", or "module" (a collapsed module, see groups.py)
+    role: str                # op | param (leaf with grad) | constant (leaf without) | intermediate | output | module
     label: str               # op: the Function's class name; tensor: the user's name, or "" if none
     shape: tuple = None      # tensors only
     dtype: str = None        # tensors only
@@ -41,6 +41,8 @@ class Node:
     creator: object = field(default=None, repr=False)   # intermediates/outputs: weakref to the Function
     output_index: int = 0
     fn: object = field(default=None, repr=False)        # ops: weakref to the Function
+    scope: tuple = ()        # ops: the Modules running when it was made, outermost first: (path, class, call)
+    members: tuple = ()      # modules: the ids of the nodes collapsed into it
 
     @property
     def is_op(self):
@@ -54,10 +56,11 @@ class Edge:
     src: str
     dst: str
     slot: str = ""           # tensor -> op: the op's argument name (a, b, logits, ...) when it has several
+    note: str = ""           # collapsed views: the shape and dtype of the tensor this arrow stands for
 
 
-class Graph:
-    """The captured graph: `nodes` (outputs first), `edges`, and ways to draw them."""
+class Snapshot:
+    """The captured graph as data: `nodes` (outputs first) and `edges`; tensorlab.graph.view draws it."""
 
     def __init__(self, nodes, edges):
         self.nodes = nodes
@@ -65,10 +68,14 @@ class Graph:
         self.by_id = {n.id: n for n in nodes}
 
     def ops(self):
-        return [n for n in self.nodes if n.is_op]
+        return [n for n in self.nodes if n.kind == "op"]
 
     def tensors(self):
-        return [n for n in self.nodes if not n.is_op]
+        return [n for n in self.nodes if n.kind == "tensor"]
+
+    def modules(self):
+        """The collapsed-module boxes (only in a view made by tensorlab.graph.groups.collapse)."""
+        return [n for n in self.nodes if n.kind == "module"]
 
     def params(self):
         return [n for n in self.nodes if n.role == "param"]
@@ -85,45 +92,10 @@ class Graph:
                     norms[node.id] = norm
         return norms
 
-    # ----- output formats ---------------------------------------------------------------------
-    def to_svg(self, trace=None):
-        """The graph as a self-contained SVG document (a string)."""
-        from tensorlab.graph import svg  # imported here: svg imports this module
-        return svg.to_svg(self, trace)
-
-    def to_html(self, trace=None, title="tensorlab graph"):
-        """An HTML page with the SVG and a legend."""
-        from tensorlab.graph import svg  # imported here: svg imports this module
-        return svg.to_html(self, trace, title)
-
-    def to_dot(self, trace=None):
-        """Graphviz DOT text."""
-        from tensorlab.graph import dot  # imported here: dot imports this module
-        return dot.to_dot(self, trace)
-
-    def render(self, path, trace=None):
-        """Write the graph to `path`; the extension picks the format: .svg, .html, .dot/.gv, .png, .pdf."""
-        from tensorlab.graph import dot  # imported here: dot imports this module
-        path = str(path)
-        extension = path.rsplit(".", 1)[-1].lower() if "." in path else ""
-        writers = {"svg": self.to_svg, "html": self.to_html, "htm": self.to_html, "dot": self.to_dot, "gv": self.to_dot}
-        if extension in writers:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(writers[extension](trace=trace))
-        elif extension in dot.GRAPHVIZ_FORMATS:
-            dot.run_dot(self.to_dot(trace), path, extension)
-        else:
-            raise ValueError(f"render(): cannot tell the format of {path!r}; use a path ending in "
-                             f".svg, .html or .dot (or .png/.pdf with Graphviz installed)")
-        return path
-
-    def _repr_svg_(self):
-        """Jupyter shows the graph inline."""
-        return self.to_svg()
-
     def __repr__(self):
-        return (f"Graph({len(self.ops())} ops, {len(self.tensors())} tensors, "
-                f"{len(self.params())} parameters)")
+        boxes = f", {len(self.modules())} module boxes" if self.modules() else ""
+        return (f"{type(self).__name__}({len(self.ops())} ops, {len(self.tensors())} tensors, "
+                f"{len(self.params())} parameters{boxes})")
 
 
 def capture(outputs, names=None):
@@ -165,7 +137,7 @@ def capture(outputs, names=None):
             node = tensor_node(t)
             node.depth = max(node.depth, op.depth + 1)
             edges.append(Edge(node.id, op.id, slot if len(fn.inputs) > 1 else ""))
-    return Graph(nodes, edges)
+    return Snapshot(nodes, edges)
 
 
 def _functions_in_order(creators):
@@ -202,7 +174,7 @@ def _make_tensor_node(node_id, t, role, table):
 def _make_op_node(node_id, fn, depth):
     doc = (type(fn).__doc__ or "").strip().splitlines()
     return Node(node_id, "op", "op", label=type(fn).__name__, settings=op_settings(fn),
-                doc=doc[0] if doc else "", depth=depth, fn=weakref.ref(fn),
+                doc=doc[0] if doc else "", depth=depth, fn=weakref.ref(fn), scope=getattr(fn, "scope", ()),
                 device=fn.inputs[0].device if fn.inputs else "cpu")
 
 
@@ -288,47 +260,6 @@ def _short(value, limit=24):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def format_shape(shape):
-    return str(tuple(shape))
-
-
 def grad_norm(grad):
     """The 2-norm of a gradient array (all elements), as a Python float."""
     return float(backend.array_module(grad).linalg.norm(grad.ravel()))
-
-
-def format_norm(norm):
-    """How gradient norms print everywhere: 4 significant digits."""
-    return f"{norm:.4g}"
-
-
-def node_lines(node, norm=None):
-    """The text lines drawn inside a node (shared by the SVG and DOT writers)."""
-    if node.is_op:
-        return [node.label] + ([node.settings] if node.settings else [])
-    title = node.label or {"param": "param", "output": "output", "intermediate": "",
-                           "constant": node.value or "input"}[node.role]
-    if node.label and node.value:
-        title = f"{node.label} = {node.value}"
-    lines = [title] if title else []
-    lines.append(f"{format_shape(node.shape)} {node.dtype}")
-    if norm is not None:
-        lines.append(f"grad {format_norm(norm)}")
-    return lines
-
-
-def node_tooltip(node, norm=None):
-    """The longer text shown on hover."""
-    if node.is_op:
-        text = f"{node.label}({node.settings})" if node.settings else node.label
-        return text + (f"\n{node.doc}" if node.doc else "") + f"\ndevice: {node.device}"
-    kind = {"param": "leaf, requires grad", "constant": "leaf, no grad (input or constant)",
-            "intermediate": "intermediate result", "output": "output"}[node.role]
-    size = int(np.prod(node.shape)) if node.shape else 1
-    text = (f"{node.label or 'tensor'}: {kind}\nshape {format_shape(node.shape)}, {size} elements, "
-            f"{node.dtype}, {node.device}")
-    if norm is not None:
-        text += f"\n|grad| = {format_norm(norm)}"
-    elif node.role == "param":
-        text += "\ngrad: none yet (run backward)"
-    return text

@@ -1,4 +1,4 @@
-"""Draw a captured graph as SVG (built as text, no external program), and an HTML page around it.
+"""Draw a captured graph as SVG, built as text (no external program).
 
 Tensors are square boxes, ops rounded yellow boxes; arrows follow the data of the
 forward pass (backward walks them in reverse). Each node carries a <title>, which
@@ -7,33 +7,21 @@ converter draws them the same.
 """
 from xml.sax.saxutils import escape
 
-import numpy as np
-
-from tensorlab.graph.snapshot import node_lines, node_tooltip
+from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
 from tensorlab.graph.layout import LINE_HEIGHT, PAD_Y, PORT_SPACING, layout
 
-# role: (fill, stroke, stroke width, corner radius)
-STYLES = {
-    "op": ("#fff4c2", "#b8901a", 1.2, 12),
-    "param": ("#dbeafe", "#2f62a8", 1.4, 2),
-    "constant": ("#eeeeee", "#8a8a8a", 1.0, 2),
-    "intermediate": ("#ffffff", "#6b6b6b", 1.0, 2),
-    "output": ("#dcfce7", "#23803d", 2.2, 2),
-}
-LEGEND = [
-    ("op", "op (a Function); the second line shows its settings"),
-    ("param", "parameter: a leaf that requires grad; 'grad' is the norm of .grad after backward"),
-    ("constant", "input or constant: a leaf without grad"),
-    ("intermediate", "intermediate tensor (its 'grad' needs a trace of the backward pass)"),
-    ("output", "output (where backward starts)"),
-]
 EDGE_COLOR = "#6f6f6f"
+FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 14  # pad: room for the frame's name
 GRAD_COLOR = "#b4430e"
 LABEL_CHAR_WIDTH = 6.0 # px per character of the argument labels (font-size 10)
 
 
-def to_svg(graph, trace=None):
-    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm."""
+def to_svg(graph, trace=None, frames=()):
+    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm.
+
+    `frames`: paths of open modules ("blocks.1", "blocks.1.attn") to outline, each around its ops
+    and boxes; a click on a frame's name goes back to the view with that module closed.
+    """
     norms = graph.grad_norms(trace)
     lines = {n.id: node_lines(n, norms.get(n.id)) for n in graph.nodes}
     incoming = _incoming(graph)
@@ -47,8 +35,9 @@ def to_svg(graph, trace=None):
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         f'orient="auto"><path d="M 0 0 L 10 5 L 0 10 z" fill="{EDGE_COLOR}"/></marker></defs>',
         f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
-        '<g class="edges">',
     ]
+    out += _frames(graph, boxes, frames, width, height)
+    out.append('<g class="edges">')
     out += _edges(graph, placed, incoming)
     out.append("</g>")
     out.append('<g class="nodes">')
@@ -57,6 +46,27 @@ def to_svg(graph, trace=None):
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _frames(graph, boxes, frames, width, height):
+    """A dashed outline, named, around the nodes of each open module; outer modules get the wider margin."""
+    out = []
+    for i, path in enumerate(frames):
+        members = [boxes[n.id] for n in graph.nodes if n.kind != "tensor" and any(p == path for p, _, _ in n.scope)]
+        if not members:
+            continue
+        pad = FRAME_PAD * (len(frames) - i)
+        left = max(1.0, min(b.x - b.w / 2 for b in members) - pad)
+        top = max(1.0, min(b.top for b in members) - pad)
+        right = min(width - 1.0, max(b.x + b.w / 2 for b in members) + pad)
+        bottom = min(height - 1.0, max(b.bottom for b in members) + pad)
+        back = frames[i - 1] if i > 0 else ""
+        out.append(f'<g class="frame" data-path="{escape(back)}"><title>{escape(path)}: click to close it</title>'
+                   f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
+                   f'rx="8" fill="{FRAME_FILL}" stroke="{FRAME_COLOR}" stroke-dasharray="5 3"/>'
+                   f'<text x="{left + 6:.1f}" y="{top + 10:.1f}" font-size="10" fill="{FRAME_COLOR}">'
+                   f'{escape(path)} &#x2715;</text></g>')
+    return out
 
 
 def _incoming(graph):
@@ -89,6 +99,7 @@ def _edges(graph, placed, incoming):
             x2, y2 = box.x + placed.ports[index[id(edge)]], box.top
             path = _route(boxes[edge.src], placed.waypoints.get(index[id(edge)], []), x2, y2)
             title = f"{edge.src} -> {edge.dst}" + (f" (argument {edge.slot})" if edge.slot else "")
+            title += f": {edge.note}" if edge.note else ""
             out.append(f'<path class="edge" d="{path}" fill="none" stroke="{EDGE_COLOR}" stroke-width="1.2" '
                        f'marker-end="url(#arrow)"><title>{escape(title)}</title></path>')
             if edge.slot:
@@ -116,61 +127,20 @@ def _route(source, waypoints, x2, y2):
 
 def _node(node, box, text_lines, norm):
     fill, stroke, stroke_width, radius = STYLES[node.role]
-    out = [f'<g class="node {node.kind} {node.role}" id="{node.id}">',
+    expand = f' data-path="{escape(node.scope[-1][0])}"' if node.kind == "module" else ""
+    out = [f'<g class="node {node.kind} {node.role}" id="{node.id}"{expand}>',
            f"<title>{escape(node_tooltip(node, norm))}</title>",
            f'<rect x="{box.x - box.w / 2:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
            f'rx="{radius}" fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"/>']
     for i, line in enumerate(text_lines):
         baseline = box.top + PAD_Y + (i + 1) * LINE_HEIGHT - 4
         style = ""
-        if i == 0 and (node.is_op or node.label):
+        if i == 0 and (node.kind != "tensor" or node.label):
             style = ' font-weight="bold"'
         if line.startswith("grad "):
             style = f' fill="{GRAD_COLOR}"'
-        elif i > 0 and node.is_op:
+        elif i > 0 and node.kind != "tensor":
             style = ' fill="#6b5a1e" font-size="11"'
         out.append(f'<text x="{box.x:.1f}" y="{baseline:.1f}" text-anchor="middle"{style}>{escape(line)}</text>')
     out.append("</g>")
     return out
-
-
-def to_html(graph, trace=None, title="tensorlab graph"):
-    """A standalone HTML page: a summary, the legend, and the SVG."""
-    params = graph.params()
-    elements = sum(int(np.prod(p.shape)) for p in params)
-    summary = (f"{len(graph.ops())} ops, {len(graph.tensors())} tensors, "
-               f"{len(params)} parameters ({elements:,} elements)")
-    legend = []
-    for role, meaning in LEGEND:
-        fill, stroke, _, radius = STYLES[role]
-        legend.append(f'<li><span class="swatch" style="background:{fill};border-color:{stroke};'
-                      f'border-radius:{min(radius, 7)}px"></span>{escape(meaning)}</li>')
-    legend.append('<li><span class="arrow">&#8594;</span>arrows follow the forward pass; '
-                  "backward walks them in reverse. Hover a node for details.</li>")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{escape(title)}</title>
-<style>
-  body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }}
-  h1 {{ font-size: 1.3em; margin: 0 0 0.2em; }}
-  .summary {{ color: #555; margin-bottom: 0.8em; }}
-  ul.legend {{ list-style: none; padding: 0; margin: 0 0 1em; font-size: 0.9em; }}
-  ul.legend li {{ margin: 0.2em 0; display: flex; align-items: center; }}
-  .swatch {{ display: inline-block; width: 1.6em; height: 1em; border: 1.5px solid; margin-right: 0.6em; }}
-  .arrow {{ display: inline-block; width: 1.6em; margin-right: 0.6em; text-align: center; }}
-  .graph {{ overflow: auto; border: 1px solid #ddd; }}
-</style>
-</head>
-<body>
-<h1>{escape(title)}</h1>
-<div class="summary">{escape(summary)}</div>
-<ul class="legend">
-{chr(10).join(legend)}
-</ul>
-<div class="graph">
-{to_svg(graph, trace)}</div>
-</body>
-</html>
-"""

@@ -11,7 +11,8 @@ and every implicit broadcast reduction, e.g.
     Add: grad of b summed over axes (0, 1), (4, 5, 3) -> (3,)
 
 which says: b of shape (3,) was broadcast to (4, 5, 3) in forward, so its gradient
-is the upstream (4, 5, 3) gradient summed over axes 0 and 1. The trace observes
+is the upstream (4, 5, 3) gradient summed over axes 0 and 1. `trace(values=True)`
+prints the values of the small gradients (at most 16 elements) under each step. The trace observes
 backward through `tensorlab.tensor.backward_observers`; it costs nothing when unused.
 """
 import contextlib
@@ -19,8 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorlab import backend
 from tensorlab.tensor import backward_observers
-from tensorlab.graph.snapshot import format_norm, format_shape, grad_norm, input_names, name_of, name_table
+from tensorlab.graph.labels import format_norm, format_shape
+from tensorlab.graph.snapshot import grad_norm, input_names, name_of, name_table
 from tensorlab.ops.broadcast import broadcast_axes
 from tensorlab.ops.matmul import MatMul
 
@@ -28,6 +31,7 @@ from tensorlab.ops.matmul import MatMul
 # (a fused Linear adds its bias to every row): {op class name: argument names}.
 BROADCAST_ARGUMENTS = {"Linear": ("bias",)}
 LINE_WIDTH = 110   # a step longer than this lists its inputs one per line
+SMALL = 16         # trace(values=True) prints the gradients with at most this many elements
 
 
 @dataclass
@@ -42,6 +46,7 @@ class InputGrad:
     summed_axes: tuple = ()   # broadcast axes its gradient was summed over (empty: none)
     summed_from: tuple = None # the shape the gradient had before that sum
     batch: bool = False       # the summed axes are a matmul's batch axes
+    values: object = None     # trace(values=True): a NumPy copy of a small gradient
 
 
 @dataclass
@@ -52,6 +57,13 @@ class Step:
     fn: object = field(repr=False)       # the Function itself (released after backward, so tiny)
     output_grads: list = field(default_factory=list)   # [(shape, norm)], one per output
     inputs: list = field(default_factory=list)         # [InputGrad], one per input
+    output_values: list = field(default_factory=list)  # trace(values=True): small output gradients, or None
+
+    def value_lines(self):
+        """`grad in = [...]` and `-> name = [...]` for each gradient that was small enough to keep."""
+        lines = [_array_text("grad in = ", v) for v in self.output_values if v is not None]
+        lines += [_array_text(f"-> {i.name} = ", i.values) for i in self.inputs if i.values is not None]
+        return lines
 
     def broadcast_lines(self):
         lines = []
@@ -66,14 +78,17 @@ class Step:
 class Trace:
     """The steps of the backward passes run while it was observing (see `trace()`)."""
 
-    def __init__(self, names=None):
+    def __init__(self, names=None, values=False):
         self.steps = []
+        self.values = values
         self._names = name_table(names)
         self._by_fn = {}  # id(fn) -> Step; the Step holds fn, so the id stays unique
 
     def __call__(self, fn, output_grads, input_grads):
         """The observer that Tensor.backward calls after each Function's backward."""
         step = Step(type(fn).__name__, fn, [(tuple(g.shape), grad_norm(g)) for g in output_grads])
+        if self.values:
+            step.output_values = [_small_copy(g) for g in output_grads]
         arguments = input_names(fn, len(fn.inputs))
         out_shape = tuple(output_grads[0].shape) if output_grads else ()
         shapes = [tuple(t.shape) for t in fn.inputs]
@@ -82,6 +97,7 @@ class Trace:
                                is_leaf=t.creator is None)
             if gx is not None and t.requires_grad:
                 record.norm = grad_norm(gx)
+                record.values = _small_copy(gx) if self.values else None
                 _name_reduction(record, fn, shapes, out_shape)
             step.inputs.append(record)
         self.steps.append(step)
@@ -122,10 +138,24 @@ class Trace:
                 lines.append(head.rstrip(" ->"))
                 lines.extend(f"{indent}-> {text}" for text in sent)
             lines.extend(indent + line for line in step.broadcast_lines())
+            for line in step.value_lines():
+                lines.extend(indent + part for part in line.splitlines())
         return "\n".join(lines)
 
     def __repr__(self):
         return f"<Trace of {len(self.steps)} backward steps>"
+
+
+def _small_copy(grad):
+    """A NumPy copy of a gradient of at most SMALL elements, else None."""
+    if grad.size > SMALL:
+        return None
+    return np.array(backend.to_device(grad, "cpu"), copy=True)
+
+
+def _array_text(head, values):
+    """`head` and a gradient's values to 4 decimals, rows on their own lines, aligned under the first."""
+    return head + np.array2string(values, precision=4, separator=", ", prefix=head)
 
 
 def _describe_input(record):
@@ -169,9 +199,12 @@ def _broadcasts_to(shape, target):
 
 
 @contextlib.contextmanager
-def trace(names=None):
-    """Record every backward pass run inside the block; yields the Trace. `names` as in capture()."""
-    observer = Trace(names)
+def trace(names=None, values=False):
+    """Record every backward pass run inside the block; yields the Trace. `names` as in capture().
+
+    values=True also keeps and prints every gradient of at most SMALL (16) elements.
+    """
+    observer = Trace(names, values)
     backward_observers.append(observer)
     try:
         yield observer

@@ -35,6 +35,8 @@ class CausalSelfAttention(Module):
     (None: the same as `bias`).
     """
 
+    MAX_CACHED = 8  # masks and RoPE tables kept; one forward needs at most 3
+
     def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32,
                  fused=True, proj_bias=None):
         super().__init__()
@@ -45,12 +47,13 @@ class CausalSelfAttention(Module):
         self.proj = Linear(d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype)
         self.attn_dropout = Dropout(dropout)
         self.resid_dropout = Dropout(dropout)
-        self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, built once per shape
+        self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
 
     def forward(self, x, return_attention=False):
         B, T, C = x.shape
         H, D = self.n_heads, C // self.n_heads
-        q, k, v = F.split(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
+        q, k, v = F.chunk(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
+        q.name, k.name, v.name = "q", "k", "v"                          # labels in tensorlab.graph
         q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
         if self.rope:
             cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
@@ -67,9 +70,17 @@ class CausalSelfAttention(Module):
         return (y, att) if return_attention else y
 
     def _constant(self, name, T, like):
-        """The causal mask ('future': True above the diagonal) or a RoPE table, cached per length and device."""
+        """The causal mask ('future': True above the diagonal) or a RoPE table, cached per length and device.
+
+        The cache keeps the MAX_CACHED most recently used entries: generation grows T one step at a
+        time, and a long-running process must not keep a table for every length it ever saw.
+        """
         key = (name, T, like.device, like.dtype)
-        if key not in self._constants:
+        if key in self._constants:
+            self._constants[key] = self._constants.pop(key)             # most recently used goes last
+        else:
+            while len(self._constants) >= self.MAX_CACHED:
+                del self._constants[next(iter(self._constants))]        # drop the least recently used
             if name == "future":
                 array = np.triu(np.ones((T, T), dtype=bool), k=1)       # (T, T): True where key is after query
             else:

@@ -37,40 +37,47 @@ class Embedding(Module):
 
 
 class RMSNorm(Module):
-    """x / sqrt(mean(x^2) + eps) * weight over the last axis (no centring, no bias)."""
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis (no centring, no bias).
 
-    def __init__(self, dim, eps=1e-5, dtype=np.float32):
+    As torch.nn.RMSNorm, except that eps defaults to 1e-5 (PyTorch's None means the dtype's
+    machine epsilon). elementwise_affine=False: no weight (a constant 1).
+    """
+
+    def __init__(self, dim, eps=1e-5, elementwise_affine=True, dtype=np.float32):
         super().__init__()
-        self.eps = eps
-        self.weight = init.constant((dim,), 1.0, dtype)
+        self.dim, self.eps = dim, eps
+        self.weight = init.constant((dim,), 1.0, dtype) if elementwise_affine else None
 
     def forward(self, x):
         return F.rms_norm(x, self.weight, eps=self.eps)
 
     def extra_repr(self):
-        return f"{self.weight.shape[0]}, eps={self.eps}"
+        return f"{self.dim}, eps={self.eps}, elementwise_affine={self.weight is not None}"
 
 
 class LayerNorm(Module):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis."""
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis, as torch.nn.LayerNorm.
 
-    def __init__(self, dim, eps=1e-5, dtype=np.float32):
+    elementwise_affine=False: neither weight nor bias; bias=False: a weight but no bias.
+    """
+
+    def __init__(self, dim, eps=1e-5, elementwise_affine=True, bias=True, dtype=np.float32):
         super().__init__()
-        self.eps = eps
-        self.weight = init.constant((dim,), 1.0, dtype)
-        self.bias = init.constant((dim,), 0.0, dtype)
+        self.dim, self.eps = dim, eps
+        self.weight = init.constant((dim,), 1.0, dtype) if elementwise_affine else None
+        self.bias = init.constant((dim,), 0.0, dtype) if elementwise_affine and bias else None
 
     def forward(self, x):
         return F.layer_norm(x, self.weight, self.bias, eps=self.eps)
 
     def extra_repr(self):
-        return f"{self.weight.shape[0]}, eps={self.eps}"
+        return f"{self.dim}, eps={self.eps}, elementwise_affine={self.weight is not None}, bias={self.bias is not None}"
 
 
 class Dropout(Module):
     """Zeroes elements with probability p while training; the identity in eval mode."""
 
-    def __init__(self, p=0.1):
+    def __init__(self, p=0.5):
         super().__init__()
         self.p = p
 

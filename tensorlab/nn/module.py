@@ -4,10 +4,16 @@ Assigning a Parameter or a Module to an attribute registers it, so
 `named_parameters()` can walk the tree and name every weight by its path
 ("blocks.0.attn.qkv.weight"), the same names a PyTorch twin of the model uses.
 """
+import itertools
+
 import numpy as np
 
 from tensorlab import backend
 from tensorlab.nn.parameter import Parameter
+from tensorlab.tensor import module_scope
+
+_running = []  # the Modules whose forward is running, outermost first (module_scope holds their paths)
+_calls = itertools.count()  # numbers each call, so two calls of one module are two boxes in the graph
 
 
 class Module:
@@ -31,7 +37,23 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        module_scope.append((self._path(), type(self).__name__, next(_calls)))  # tensorlab.graph groups by it
+        _running.append(self)
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            _running.pop()
+            module_scope.pop()
+
+    def _path(self):
+        """This module's name path below the outermost module running ("blocks.0.attn"); "" for that one."""
+        if not _running:
+            return ""
+        parent_path, parent = module_scope[-1][0], _running[-1]
+        name = next((n for n, m in parent._modules.items() if m is self), None)  # most calls: a child
+        if name is None:  # deeper, as a block inside a ModuleList, or not registered at all
+            name = next((path for path, m in parent.named_modules() if m is self), type(self).__name__)
+        return f"{parent_path}.{name}" if parent_path else name
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")

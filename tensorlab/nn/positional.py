@@ -32,6 +32,6 @@ def apply_rope(x, cos, sin):
 
     x is (B, H, T, D); cos and sin are (T, D) constants. rotate_half(x) = [-x2, x1] for x = [x1, x2].
     """
-    x1, x2 = F.split(x, 2, axis=-1)                             # 2 x (B, H, T, D/2)
+    x1, x2 = F.chunk(x, 2, axis=-1)                             # 2 x (B, H, T, D/2)
     rotated = F.concatenate([-x2, x1], axis=-1)                 # (B, H, T, D)
     return x * cos + rotated * sin

@@ -32,7 +32,7 @@ def make_norm(kind, dim, eps=1e-5, dtype=np.float32):
         raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {kind!r}")
     if kind == "none":
         return Identity()
-    return (RMSNorm if kind == "rmsnorm" else LayerNorm)(dim, eps, dtype)
+    return (RMSNorm if kind == "rmsnorm" else LayerNorm)(dim, eps, dtype=dtype)
 
 
 class FeedForward(Module):

@@ -168,7 +168,7 @@ class Gelu(Function):
             self.t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
             return 0.5 * x * (1 + self.t)
         # about fifteen passes per element: done block by block so each block stays in cache
-        x = xp.ascontiguousarray(x)
+        x = xp.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes a 0-d x 1-d
         y, self.slope = xp.empty_like(x), xp.empty_like(x)
         flat_x, flat_y, flat_slope = x.reshape(-1), y.reshape(-1), self.slope.reshape(-1)
         for block in backend.cache_blocks(x.size, 8 * x.itemsize, x):

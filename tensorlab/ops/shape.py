@@ -53,6 +53,7 @@ class GetItem(Function):
 
     def forward(self, x):
         self.index = _index_on_device(self.index, x)
+        _check_integer_arrays_in_bounds(self.index, x.shape)
         self.x_shape = x.shape
         try:
             return x[self.index]
@@ -80,6 +81,25 @@ def _index_on_device(index, x):
                                                    if hasattr(part, "dtype") else part)
         moved.append(part)
     return tuple(moved) if isinstance(index, tuple) else moved[0]
+
+
+def _check_integer_arrays_in_bounds(index, shape):
+    """Raise for an integer-array index outside [-n, n): NumPy would, but CuPy wraps it silently (i % n)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    width = [0 if p is None or p is Ellipsis else p.ndim if getattr(p, "dtype", None) == bool else 1
+             for p in parts]
+    axis = 0
+    for i, part in enumerate(parts):
+        if part is Ellipsis:
+            axis = len(shape) - sum(width[i + 1:])
+            continue
+        if hasattr(part, "dtype") and part.dtype.kind in "iu" and part.size and axis < len(shape):
+            n, low, high = shape[axis], int(part.min()), int(part.max())
+            if low < -n or high >= n:
+                bad = low if low < -n else high
+                raise IndexError(f"getitem: index {bad} is out of bounds for axis {axis} of size {n} "
+                                 f"(x has shape {shape}); indices must be in [-{n}, {n - 1}]")
+        axis += width[i]
 
 
 class Concatenate(Function):
@@ -114,26 +134,19 @@ class Stack(Function):
 
 
 class Split(Function):
-    """Split along an axis into pieces of the given sizes (a list) or into n equal pieces (an int)."""
+    """Split along an axis into consecutive pieces of the given sizes (a list that adds up to the axis length)."""
 
-    def __init__(self, sizes_or_sections, axis=0):
-        self.sizes_or_sections, self.axis = sizes_or_sections, axis
+    def __init__(self, sizes, axis=0):
+        self.sizes, self.axis = list(sizes), axis
 
     def forward(self, x):
         axis = normalize_axis("split", self.axis, x.ndim)
-        length, request = x.shape[axis], self.sizes_or_sections
-        if isinstance(request, int):
-            if request <= 0 or length % request:
-                raise ValueError(f"split: axis {axis} of shape {x.shape} has length {length}, "
-                                 f"which does not split into {request} equal pieces")
-            sizes = [length // request] * request
-        else:
-            sizes = list(request)
-            if sum(sizes) != length or min(sizes, default=0) < 0:
-                raise ValueError(f"split: sizes {sizes} must be non-negative and add up to {length}, "
-                                 f"the length of axis {axis} of shape {x.shape}")
+        length = x.shape[axis]
+        if sum(self.sizes) != length or min(self.sizes, default=0) < 0:
+            raise ValueError(f"split: sizes {self.sizes} must be non-negative and add up to {length}, "
+                             f"the length of axis {axis} of shape {x.shape}")
         self.axis = axis
-        return tuple(_split_at(x, sizes, axis))
+        return tuple(_split_at(x, self.sizes, axis))
 
     def backward(self, *gys):
         # y_k = k-th slice of x  =>  gx = [gy_1 | gy_2 | ...] along the axis

@@ -4,8 +4,8 @@ import math
 from tensorlab.tensor import Tensor
 
 
-def clip_grad_norm(parameters, max_norm):
-    """Scale all grads by max_norm / (total + 1e-6) when that is < 1; return total = ||all grads||_2.
+def clip_grad_norm_(parameters, max_norm):
+    """Scale all grads in place by max_norm / (total + 1e-6) when that is < 1; return total = ||all grads||_2.
 
     The norm is taken over every gradient at once, as if they were one long vector,
     so clipping shrinks the whole update without changing its direction. The 1e-6
@@ -22,3 +22,6 @@ def clip_grad_norm(parameters, max_norm):
         for g in grads:
             g *= scale                                  # g = g * max_norm / (total + 1e-6)
     return total
+
+
+clip_grad_norm = clip_grad_norm_  # the same function under the name without the in-place underscore

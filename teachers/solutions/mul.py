@@ -9,10 +9,10 @@ class Mul(Function):
 
     def backward(self, gy):
         # y = a * b  =>  ga = gy * b, gb = gy * a, each summed over the axes broadcasting stretched
-        return sum_to(gy * self.b, self.a.shape), sum_to(gy * self.a, self.b.shape)
+        return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)
 
 
-def sum_to(g, shape):
+def unbroadcast(g, shape):
     """Sum g over the axes broadcasting added in front or stretched from size 1, giving `shape`."""
     leading = g.ndim - len(shape)
     stretched = tuple(leading + i for i, n in enumerate(shape) if n == 1 and g.shape[leading + i] != 1)

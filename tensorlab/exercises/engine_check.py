@@ -1,0 +1,333 @@
+"""Checking the engine track: a scalar Value, the topological order, unbroadcast.
+
+These exercises build the engine rather than one op's backward, so each is checked by probes:
+small programs run on the student's code whose right answers are known without any backward
+(finite differences on the same expression evaluated with plain floats; a graph's order
+property; NumPy's own sums), each with the typical mistakes of that step named:
+- value: the local derivative of each op; a Value used twice (forgetting to accumulate, `=`
+  where `+=` belongs); a node reached along two paths (visiting a node before its consumers);
+- topo: a node left out, a node listed twice, a node before one of its parents, recursion
+  too deep for Python;
+- unbroadcast: which axes were summed (the leading ones only, the size-1 ones only, all, the
+  wrong ones), size-1 axes dropped, a mean where a sum belongs.
+"""
+import math
+from itertools import combinations
+
+import numpy as np
+
+from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load, raising_function
+from tensorlab.exercises.watch import engine_use_line, run_cases, watch
+from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
+
+RECURSION = ("Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
+             "(a list of nodes still to visit) instead of recursing.")
+
+
+def check(exercise, path, out=print, time_limit=None):
+    """Run the probes of an engine-track exercise on the file at `path`; True when all pass."""
+    module = load(path, time_limit)
+    target = find(module, *TARGETS[exercise.name], path)
+    probes = PROBES[exercise.name]
+    out(f"Checking {path} with {len(probes)} probes.")
+    results, not_written = {}, []
+
+    def run(title, probe):
+        if not_written:
+            return ["(not written yet, see above)"]
+        try:
+            lines = probe(target, path, results)
+        except NotWritten as error:
+            not_written.append(True)
+            lines = error.lines
+        except StudentError as error:
+            lines = error.lines
+        results[title] = not lines
+        return lines
+
+    runs = [(f"probe {number}/{len(probes)}  {title}", lambda title=title, probe=probe: run(title, probe))
+            for number, (title, probe) in enumerate(probes, 1)]
+    failed = run_cases(runs, time_limit, out)
+    if failed:
+        out(f"FAILED: {failed} of {len(probes)} probes. Start with the first failed probe above, and check again "
+            f"after each fix.")
+    else:
+        out(f"PASSED: all {len(probes)} probes.")
+    return not failed
+
+
+def _call(what, path, call):
+    try:
+        return call()
+    except NotImplementedError as error:
+        raise NotWritten(*describe_exception(error, path, raising_function(error, path) or what)) from None
+    except RecursionError as error:
+        raise StudentError(*describe_exception(error, path, what), RECURSION) from None
+    except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
+        raise StudentError(*describe_exception(error, path, what)) from None
+
+
+# ----- value: a scalar autograd ------------------------------------------------------------------------------------
+class _Float:
+    """The same expression on plain floats, for the right value and finite differences."""
+
+    def __init__(self, data):
+        self.data = float(data)
+
+    def __add__(self, other):
+        return _Float(self.data + getattr(other, "data", other))
+
+    def __mul__(self, other):
+        return _Float(self.data * getattr(other, "data", other))
+
+    def tanh(self):
+        return _Float(math.tanh(self.data))
+
+    def exp(self):
+        return _Float(math.exp(self.data))
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def _chain(a, n=1500):
+    for _ in range(n):
+        a = a * 1.0 + 0.0
+    return a.tanh()
+
+
+# (title, expression, input values, what a failure means when the probes before it passed)
+VALUE_PROBES = [
+    ("a + b", lambda a, b: a + b, (2.0, -3.0), "the _backward of __add__"),
+    ("a * b", lambda a, b: a * b, (2.0, -3.0), "the _backward of __mul__"),
+    ("a.tanh()", lambda a: a.tanh(), (0.7,), "the _backward of tanh"),
+    ("a.exp()", lambda a: a.exp(), (0.5,), "the _backward of exp"),
+    ("2 * a + 1 (constants)", lambda a: 2 * a + 1, (0.3,), "mixing Values with numbers"),
+    ("a * a + a (a used three times)", lambda a: a * a + a, (1.5,), "accumulate"),
+    ("x = a * b; (x + x.tanh()) * c (x reached along two paths)", lambda a, b, c: _two_paths(a * b, c),
+     (0.8, -1.2, 0.5), "order"),
+    ("a shared node: x = a * b; y = x.tanh(); (x * y + y.exp()) * x", lambda a, b: _shared(a, b), (0.6, 0.9), "order"),
+    ("a chain of 3000 ops", _chain, (0.4,), "deep"),
+]
+
+
+def _two_paths(x, c):
+    return (x + x.tanh()) * c
+
+
+def _shared(a, b):
+    x = a * b
+    y = x.tanh()
+    return (x * y + y.exp()) * x
+
+
+def _value_probe(title, expression, values, meaning):
+    def probe(Value, path, results):
+        xs = [Value(v) for v in values]
+        loss = _call(f"building {title}", path, lambda: expression(*xs))
+        expected = expression(*[_Float(v) for v in values]).data
+        if not math.isclose(getattr(loss, "data", float("nan")), expected, rel_tol=1e-9, abs_tol=1e-12):
+            return [f"{title} gives data {getattr(loss, 'data', loss)!r}, expected {expected:.8g}: the forward value "
+                    f"is wrong (check the arithmetic each op puts in its output Value)."]
+        _call(f"backward() of {title}", path, loss.backward)
+        names = "abc"
+        wrong = []
+        for i, (x, v) in enumerate(zip(xs, values)):
+            numeric = _numeric(expression, values, i)
+            if not math.isclose(x.grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
+                wrong.append(f"{names[i]}.grad is {x.grad:.8g}, expected {numeric:.8g}")
+        if not wrong:
+            return []
+        return ["; ".join(wrong) + "."] + _value_diagnosis(meaning, xs, results)
+    return probe
+
+
+def _value_diagnosis(meaning, xs, results):
+    locals_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:5])
+    if all(x.grad == 0 for x in xs):
+        return ["No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
+                "Value it depends on, and does each op set out._backward?"]
+    if meaning == "accumulate" and locals_right:
+        return ["Forgetting to accumulate: a Value used more than once gets a gradient from each use, and they add "
+                "up. In every _backward write `self.grad += ...`, not `self.grad = ...`."]
+    if meaning in ("order", "deep") and locals_right and results.get(VALUE_PROBES[5][0], False):
+        return ["Visiting a node before its consumers: a shared Value's _backward ran before every Value that uses "
+                "it had added into its grad (or ran twice). Build a topological order of the whole graph first, "
+                "each Value once, then call _backward in that order reversed."]
+    if meaning.startswith("the _backward"):
+        return [f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad)."]
+    return []
+
+
+def _numeric(expression, values, i, eps=1e-6):
+    def at(shift):
+        shifted = [v + shift if j == i else v for j, v in enumerate(values)]
+        return expression(*[_Float(v) for v in shifted]).data
+    return (at(eps) - at(-eps)) / (2 * eps)
+
+
+# ----- topo: the order of the backward walk ------------------------------------------------------------------------
+class Node:
+    """A graph node for the topo probes: a name and the nodes it was computed from."""
+
+    def __init__(self, name, *parents):
+        self.name, self.parents = name, parents
+
+    def __repr__(self):
+        return f"Node({self.name!r})"
+
+
+def _diamond():
+    a = Node("a")
+    return Node("d", Node("b", a), Node("c", a))
+
+
+def _shared_graph():
+    a, b, c = Node("a"), Node("b"), Node("c")
+    x = Node("x", a, b)
+    y = Node("y", x)
+    z = Node("z", x, y)
+    return Node("loss", z, c)
+
+
+def _deep(n=5000):
+    node = Node("n0")
+    for i in range(1, n):
+        node = Node(f"n{i}", node)
+    return node
+
+
+TOPO_GRAPHS = [
+    ("a chain a -> b -> c", lambda: Node("c", Node("b", Node("a")))),
+    ("a diamond: b and c both use a, d uses both", _diamond),
+    ("x used by y and by z = f(x, y), loss = g(z, c)", _shared_graph),
+    ("a node used twice by one consumer: m = a * a", lambda: Node("loss", Node("m", *[Node("a")] * 2))),
+    ("a chain of 5000 nodes", _deep),
+]
+
+
+def _reachable(root):
+    seen, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(node.parents)
+    return seen
+
+
+def _topo_probe(title, make):
+    def probe(topological_order, path, results):
+        root = make()
+        with watch(topological_order.__code__) as watched:
+            order = _call("topological_order", path, lambda: topological_order(root))
+        used = engine_use_line("topological_order", watched.engine_calls)
+        if used:
+            return [used]
+        if not isinstance(order, (list, tuple)):
+            return [f"topological_order returned a {type(order).__name__}; return a list of the nodes."]
+        nodes = _reachable(root)
+        counts = {}
+        for node in order:
+            counts[id(node)] = counts.get(id(node), 0) + 1
+        missing = [n.name for key, n in nodes.items() if key not in counts]
+        if missing:
+            return [f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
+                    f".parents all the way down), or its gradient is never passed on."]
+        twice = [n.name for key, n in nodes.items() if counts[key] > 1]
+        if twice:
+            return [f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
+                    f"set of the nodes already visited): the backward walk would run its _backward twice and count "
+                    f"its gradient twice."]
+        position = {id(node): i for i, node in enumerate(order)}
+        for node in order:
+            for parent in node.parents:
+                if position[id(parent)] > position[id(node)]:
+                    return [f"In your order {node.name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
+                            f"The backward walk goes through the order reversed, so it would visit {parent.name!r} "
+                            f"before its consumer {node.name!r} has added its share into {parent.name!r}'s gradient: "
+                            f"put a node in the order only after all of its parents."]
+        if order[-1] is not root:
+            return ["root must come last: every other node is one of its ancestors."]
+        return []
+    return probe
+
+
+# ----- unbroadcast -------------------------------------------------------------------------------------------------
+UNBROADCAST_SHAPES = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((4, 2, 3), (2, 1)), ((2, 3), (2, 3)),
+                      ((3,), ()), ((5, 1, 3), (1, 1, 3)), ((2, 3, 4), (3, 1))]
+
+
+def _unbroadcast_probe(grad_shape, shape):
+    def probe(unbroadcast, path, results):
+        grad = np.random.default_rng(len(grad_shape) * 10 + len(shape)).standard_normal(grad_shape)
+        with watch(unbroadcast.__code__) as watched:
+            got = _call("unbroadcast", path, lambda: unbroadcast(grad.copy(), shape))
+        used = engine_use_line("unbroadcast", watched.engine_calls)
+        if used:
+            return [used]
+        expected = engine_unbroadcast(grad, shape)
+        got_shape = np.shape(got)
+        if got_shape == tuple(shape) and np.allclose(got, expected, rtol=1e-12, atol=1e-12):
+            return []
+        leading = len(grad_shape) - len(shape)
+        right_axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape)
+                                                   if n == 1 and grad_shape[leading + i] != 1)
+        head = (f"unbroadcast(grad of shape {grad_shape}, {shape}) returned shape {got_shape}" +
+                ("" if got_shape != tuple(shape) else " with the wrong values") +
+                f"; the right answer sums over axes {right_axes} and has shape {tuple(shape)}.")
+        return [head] + _unbroadcast_diagnosis(grad, shape, got, right_axes, leading)
+    return probe
+
+
+def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
+    got = np.asarray(got)
+    for axes in _axis_sets(grad.ndim):
+        for keepdims in (True, False):
+            candidate = grad.sum(axis=axes, keepdims=keepdims)
+            mean = grad.mean(axis=axes, keepdims=keepdims) if axes else candidate
+            for reshaped in (candidate, _fit(candidate, shape)):
+                if reshaped is not None and reshaped.shape == got.shape and np.allclose(reshaped, got):
+                    return [_axes_words(axes, right_axes, leading, grad.ndim, shape, got.shape)]
+            if axes and _fit(mean, shape) is not None and _fit(mean, shape).shape == got.shape and \
+                    np.allclose(_fit(mean, shape), got):
+                return ["You took a mean where a sum belongs: every copy of an element adds its whole gradient."]
+    return []
+
+
+def _axes_words(axes, right_axes, leading, ndim, shape, got_shape):
+    added, stretched = set(range(leading)), set(right_axes) - set(range(leading))
+    if set(axes) == set(right_axes) and got_shape != tuple(shape):
+        return (f"You summed over the right axes {axes}, but the result must have shape {tuple(shape)}: keep the "
+                f"stretched size-1 axes (keepdims=True) and drop the added ones (reshape to `shape`).")
+    if set(axes) == added and stretched:
+        return (f"Summing over the wrong axes: you summed only the axes added in front {tuple(sorted(added))}; the "
+                f"axes where `shape` has size 1 and grad does not, {tuple(sorted(stretched))}, were stretched by "
+                f"broadcasting too and must be summed (keeping size 1).")
+    if set(axes) == stretched and added:
+        return (f"Summing over the wrong axes: you summed only the stretched size-1 axes {tuple(sorted(stretched))}; "
+                f"the axes added in front, {tuple(sorted(added))}, must be summed away as well.")
+    if len(axes) == ndim > 1:
+        return "You summed over every axis: only the broadcast ones are summed; the others keep their length."
+    return (f"Summing over the wrong axes: you summed over axes {axes}, but broadcasting added or stretched axes "
+            f"{right_axes}. Line up the shapes from the right: leading extra axes, then axes where `shape` has 1.")
+
+
+def _axis_sets(ndim):
+    return [axes for r in range(ndim + 1) for axes in combinations(range(ndim), r)]
+
+
+def _fit(array, shape):
+    try:
+        return array.reshape(shape)
+    except ValueError:
+        return None
+
+
+TARGETS = {"value": ("Value", "class"), "topo": ("topological_order", "function"),
+           "unbroadcast": ("unbroadcast", "function")}
+PROBES = {
+    "value": [(title, _value_probe(title, expression, values, meaning))
+              for title, expression, values, meaning in VALUE_PROBES],
+    "topo": [(title, _topo_probe(title, make)) for title, make in TOPO_GRAPHS],
+    "unbroadcast": [(f"grad {g} -> shape {s}", _unbroadcast_probe(g, s)) for g, s in UNBROADCAST_SHAPES],
+}

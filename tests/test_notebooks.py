@@ -1,0 +1,108 @@
+"""Every docs page is also a notebook (python docs/make_notebooks.py): its code cells are the tested snippets.
+
+The notebooks are built, not committed (docs/notebooks/ is ignored), so these tests build them
+into a temporary folder and compare them with what tests/test_docs.py runs and checks.
+"""
+import importlib.util
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from test_docs import PAGES, ROOT, blocks, page_id
+
+DOC_PAGES = [p for p in PAGES if p.parent == ROOT / "docs"]
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "docs" / "make_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("notebooks")
+    paths = load_tool().make_notebooks(out)
+    return {p.stem: nbformat.read(str(p), as_version=4) for p in paths}, out
+
+
+def snippets_run_by_test_docs(page):
+    """(code, expected output or None) for each python block test_docs runs, in page order."""
+    found, lines = blocks(page), page.read_text(encoding="utf-8").splitlines()
+    snippets = []
+    for k, block in enumerate(found):
+        words = block.info.split()
+        if not words or words[0] != "python" or "no-run" in words[1:]:
+            continue
+        following = found[k + 1] if k + 1 < len(found) else None
+        shown = None
+        if following and following.info == "output" and not "".join(lines[block.closing:following.opening - 1]).strip():
+            shown = following.code
+        snippets.append((block.code, shown))
+    return snippets
+
+
+def test_one_notebook_per_docs_page(notebooks):
+    built, _ = notebooks
+    assert sorted(built) == sorted(p.stem for p in DOC_PAGES)
+    for notebook in built.values():
+        nbformat.validate(notebook)
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=page_id)
+def test_code_cells_are_exactly_the_tested_snippets(notebooks, page):
+    built, _ = notebooks
+    cells = [c for c in built[page.stem].cells if c.cell_type == "code"]
+    expected = snippets_run_by_test_docs(page)
+    assert [c.source for c in cells] == [code for code, _ in expected]
+    for cell, (_, shown) in zip(cells, expected):
+        printed = "".join(o.text for o in cell.outputs if o.output_type == "stream")
+        assert printed == ("" if shown is None else shown + "\n")
+    # nothing lost: the prose and every other fenced block sit in the Markdown cells
+    text = "\n".join(c.source for c in built[page.stem].cells if c.cell_type == "markdown")
+    for block in blocks(page):
+        if block.info.split()[:1] != ["python"] and block.info != "output":
+            assert block.code in text
+
+
+def test_relative_links_work_from_the_notebooks_folder(notebooks):
+    built, out = notebooks
+    broken = []
+    for name, notebook in built.items():
+        for cell in notebook.cells[1:]:  # the first cell links to the page it was made from
+            if cell.cell_type != "markdown":
+                continue
+            for target in re.findall(r"\]\((?![a-z][a-z0-9+.-]*:|#)([^)\s]+)\)", cell.source):
+                resolved = (out / target.split("#")[0]).resolve()
+                if not resolved.exists():
+                    broken.append(f"{name}: {target}")
+                assert not (resolved.parent == ROOT / "docs" and resolved.suffix == ".md"), \
+                    f"{name}: {target} should point at the page's notebook"
+    assert not broken, broken
+    assert "(13-vector-jacobian-products.ipynb)" in "".join(c.source for c in built["README"].cells)
+
+
+def test_the_command_builds_them_and_git_ignores_the_default_folder(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "docs" / "make_notebooks.py"), str(tmp_path)],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.startswith(f"{len(DOC_PAGES)} notebooks in ")
+    assert len(list(tmp_path.glob("*.ipynb"))) == len(DOC_PAGES)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "docs/notebooks/01-tensor-and-graph.ipynb"], cwd=ROOT)
+    assert ignored.returncode == 0, "docs/notebooks/ should be in .gitignore: the notebooks are built, not kept"
+
+
+def test_only_the_blocks_test_docs_runs_become_code_cells(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n```python\nx = 1\nprint(x)\n```\n\n```output\n1\n```\n\n"
+                    "```python no-run\nimport cupy\n```\n\nText.\n\n"
+                    "```output\nnot an output of the block above\n```\n\n"
+                    "1. In a list:\n\n   ```python\n   print(2)\n   ```\n\n```bash\nls\n```\n")
+    cells = load_tool().cells_of(page.read_text())
+    assert [(kind, printed) for kind, _, printed in cells] == [
+        ("markdown", None), ("code", "1"), ("markdown", None), ("code", None), ("markdown", None)]
+    assert [text for kind, text, _ in cells if kind == "code"] == [b for b, _ in snippets_run_by_test_docs(page)]
+    assert "import cupy" in cells[2][1] and "not an output" in cells[2][1] and "ls" in cells[4][1]
