@@ -229,7 +229,7 @@ def train(run):
             setattr(plateau, key, value)
     groups = layer_groups(model)
     print(f"training {model.num_parameters():,} parameters on {len(train_ids):,} tokens "
-          f"(validation {len(val_ids):,}); writing to {run_dir}", file=sys.stderr)
+          f"(validation {np.size(val_ids):,}); writing to {run_dir}", file=sys.stderr)
 
     def checkpoint(name):
         if plateau is not None:
@@ -419,9 +419,10 @@ def resolve_config(args):
             base = TrainConfig.from_json(Path(args.resume) / "config.json")
         else:
             base = TrainConfig.from_json(args.config) if args.config else TrainConfig()
+        cfg = base.replace(**flag_values(args))  # a model flag is checked here, with its ModelConfig
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    return checked_config(base.replace(**flag_values(args)))
+    return checked_config(cfg)
 
 
 def default_out(config_path):
