@@ -88,3 +88,16 @@ def test_ddp_on_two_cpu_ranks_continues_from_the_checkpoint_with_identical_weigh
         assert abs(r["end_val_loss"] - ours) < 0.5  # continues from there: no jump back to an untrained loss
     untrained = np.log(tok.vocab_size)
     assert ours < untrained - 1.0
+
+
+def test_torch_is_imported_only_by_the_torch_modules():
+    """train.py, export included, and every other models/ module run without torch: only torch_model.py and
+    continue_ddp.py import it."""
+    modules = [p.stem for p in (ROOT / "models").glob("*.py")
+               if p.stem not in ("__init__", "torch_model", "continue_ddp")]
+    code = ("import sys, train, " + ", ".join(f"models.{m}" for m in modules) +
+            "; print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert done.stdout.strip() == "False"
