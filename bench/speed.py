@@ -40,12 +40,10 @@ def bench_configs(include_default):
     configs = {name: ({**COMMON, **dims, "context_len": 64}, 64, 64) for name, dims in SEED_CONFIGS.items()}
     default_file = ROOT / "configs" / "default.json"
     if include_default and default_file.exists():
-        train = json.loads(default_file.read_text())
-        model = {k: train[k] for k in ("d_model", "n_layers", "n_heads", "d_ff", "pos_encoding", "activation")
-                 if k in train}
-        model.update(vocab_size=train.get("vocab_size", 500), context_len=train["seq_len"],
-                     tie_weights=train.get("tie_weights", True), dropout=0.0)
-        configs["default"] = (model, train["batch_size"], train["seq_len"])
+        from models.train_config import TrainConfig
+        train = TrainConfig.from_json(default_file)
+        model = {**train.model.to_dict(), "dropout": 0.0}
+        configs["default"] = (model, train.batch_size, train.model.context_len)
     return configs
 
 
