@@ -89,9 +89,11 @@ def load_data(cfg, tokenizer=None):
 
 
 def get_batch(ids, cfg, rng):
-    """A random batch of B windows from the training ids, on the run's device: x, y (B, T)."""
-    x, y = random_windows(ids, cfg.batch_size, cfg.model.context_len, rng)
-    return backend.to_device(x, cfg.device), backend.to_device(y, cfg.device)
+    """A random batch of B windows from the training ids: x, y (B, T), on the host.
+
+    The model checks host ids on the host and then moves them to its device: no GPU sync.
+    """
+    return random_windows(ids, cfg.batch_size, cfg.model.context_len, rng)
 
 
 def estimate_loss(model, val_ids, tokenizer, cfg, full=False):

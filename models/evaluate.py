@@ -15,7 +15,6 @@ import numpy as np
 
 from models.data import bits_per_byte, eval_windows, perplexity
 from models.transformer import inference
-from tensorlab import backend
 
 
 def device_of(model):
@@ -35,11 +34,10 @@ def evaluate(model, ids, tokenizer, batch_size, max_batches=0):
         full = [b for b in batches if b[0].shape[1] == model.config.context_len]
         picks = np.linspace(0, len(full) - 1, min(max_batches, len(full))).round().astype(int)
         batches = [full[i] for i in picks]
-    device = device_of(model)
     total_nll, n_tokens, n_bytes = 0.0, 0, 0
     with inference(model):
         for x, y in batches:                                           # (b, T), (b, T)
-            _, loss = model(backend.to_device(x, device), backend.to_device(y, device))  # mean over b * T
+            _, loss = model(x, y)                                      # mean over b * T (ids moved by the model)
             total_nll += float(loss.item()) * y.size
             n_tokens += y.size
             n_bytes += tokenizer.token_bytes(y.ravel())

@@ -50,7 +50,7 @@ class TinyTransformerLM(Module):
                              f"{self.config.context_len}; crop the input to its last {self.config.context_len}")
         x = self.tok_emb(ids)                                           # (B, T, C)
         if self.config.pos_encoding == "learned":
-            x = x + self.pos_emb(np.arange(T))                          # (T, C) broadcast over B
+            x = x + self.pos_emb.weight[:T]                             # rows 0..T-1 (T, C), broadcast over B
         elif self.config.pos_encoding == "sinusoidal":
             x = x + self._sinusoid_table(x)[:T]                         # (T, C) broadcast over B
         x = self.emb_dropout(x)

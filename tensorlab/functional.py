@@ -5,14 +5,16 @@ methods and operators (`x + y`, `x.sum(axis=0)`) call these too. Arguments follo
 NumPy's names for array operations (axis, keepdims) and PyTorch's for the network
 ones (eps, p, training, ignore_index, approximate).
 """
+import numpy as np
+
 from tensorlab import backend
 from tensorlab.ops import elementwise as _ew
 from tensorlab.ops import shape as _shape
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.attention import CausalAttention
-from tensorlab.ops.cross_entropy import CrossEntropy
+from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
-from tensorlab.ops.embedding import Embedding
+from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
 from tensorlab.ops.norm import LayerNorm, RMSNorm
@@ -155,13 +157,41 @@ def log_softmax(x, axis=-1):
 
 
 def cross_entropy(logits, targets, ignore_index=-100):
-    """Mean of -log softmax(logits)[target] over the last axis, skipping targets equal to ignore_index."""
-    return CrossEntropy(ignore_index)(logits, targets)
+    """Mean of -log softmax(logits)[target] over the last axis, skipping targets equal to ignore_index.
+
+    Targets given on the host for logits on a GPU are checked on the host, then moved: no GPU sync.
+    """
+    moved = _checked_on_host(targets, logits, lambda t: check_targets(_data(logits), t, ignore_index))
+    if moved is None:
+        return CrossEntropy(ignore_index)(logits, targets)
+    return CrossEntropy(ignore_index, targets_checked=True)(logits, moved)
 
 
 def embedding(ids, weight):
-    """Rows of `weight` (V, C) picked by integer `ids`: output shape ids.shape + (C,)."""
-    return Embedding()(ids, weight)
+    """Rows of `weight` (V, C) picked by integer `ids`: output shape ids.shape + (C,).
+
+    Ids given on the host for a weight on a GPU are checked on the host, then moved: no GPU sync.
+    """
+    moved = _checked_on_host(ids, weight, lambda i: check_ids(i, weight.shape))
+    return Embedding()(ids, weight) if moved is None else Embedding(ids_checked=True)(moved, weight)
+
+
+def _data(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _checked_on_host(ids, like, check):
+    """Host `ids` for an op whose other input `like` is on a GPU: check(ids) on the host, then move them.
+
+    None when there is nothing to gain (both on one device): the op checks the ids itself.
+    Checking ids on the GPU needs their verdict on the host, a sync that stalls the GPU.
+    """
+    ids, device = _data(ids), backend.device_of(_data(like))
+    if device == "cpu" or backend.device_of(ids) != "cpu":
+        return None
+    ids = np.asarray(ids)
+    check(ids)
+    return backend.to_device(ids, device)
 
 
 def rms_norm(x, weight=None, eps=1e-5):

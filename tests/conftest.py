@@ -3,7 +3,7 @@
 A test that takes `backend` runs once per array backend. It builds its inputs with
 `tensorlab.tensor(..., device=backend.device)`, so the same test checks the same op
 code on the CPU (NumPy) and on an NVIDIA GPU (CuPy). Without a GPU the CuPy run is
-reported as skipped, with the reason, rather than silently missing.
+run on the strict CuPy stand-in in tests/strict_cupy (NumPy underneath, CuPy's rules on top).
 """
 import os
 import sys
@@ -24,34 +24,61 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tensorlab import backend as _backend  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/, for the strict_cupy package
+import strict_cupy  # noqa: E402
+
 NO_GPU_REASON = "no CUDA GPU with CuPy available"
-SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"
 
 
 @pytest.fixture(scope="session")
 def corpus_file():
-    """Tiny Shakespeare for the tests: $TENSORLAB_CORPUS, else ../shared/data beside the checkout (as in .ci/run)."""
-    path = Path(os.environ.get("TENSORLAB_CORPUS") or SHARED_CORPUS)
-    if not path.is_file():
-        pytest.skip(f"no corpus at {path}; set TENSORLAB_CORPUS=PATH")
-    return path
+    """The 64 KB test corpus shipped in tests/data (Tiny Shakespeare's layout, made by make_small_corpus.py).
+
+    Every clone has it, so no test needs ../shared or a download.
+    """
+    return SMALL_CORPUS
 
 
 def pytest_configure(config):
     # also declared in pyproject.toml; repeated here so the marker is known from any rootdir
-    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU with CuPy (skipped otherwise)")
+    config.addinivalue_line("markers", "gpu: runs on CuPy: a real GPU, else the strict stand-in in tests/strict_cupy")
 
 
 def _backends():
     yield pytest.param("numpy", id="numpy")
-    gpu = _backend.gpu_available()
-    yield pytest.param("cupy", id="cupy",
-                       marks=[pytest.mark.gpu, pytest.mark.skipif(not gpu, reason=NO_GPU_REASON)])
+    gpu = [pytest.mark.gpu]
+    if _backend.gpu_available():
+        yield pytest.param("cupy", id="cupy", marks=gpu)
+    elif os.environ.get(strict_cupy.ENV) == "0":
+        yield pytest.param("cupy", id="cupy", marks=gpu + [pytest.mark.skip(reason=NO_GPU_REASON)])
+    else:
+        yield pytest.param("strict-cupy", id="strict-cupy", marks=gpu)
+
+
+def _cuda_backend(param):
+    """The 'cuda' backend: real CuPy on a GPU, else the strict stand-in (tests/strict_cupy) for this test."""
+    if param == "cupy":
+        yield SimpleNamespace(name="cupy", device="cuda", xp=_backend.module_for("cuda"))
+        return
+    with strict_cupy.active() as cupy:
+        yield SimpleNamespace(name="cupy", device="cuda", xp=cupy)
 
 
 @pytest.fixture(params=list(_backends()))
 def backend(request):
-    """The array backend under test: .name ('numpy' or 'cupy'), .device ('cpu' or 'cuda'), .xp (the module)."""
+    """The array backend under test: .name ('numpy' or 'cupy'), .device ('cpu' or 'cuda'), .xp (the module).
+
+    Without a GPU the 'cupy' run uses the strict CuPy stand-in (tests/strict_cupy/README.md),
+    unless TENSORLAB_STRICT_CUPY=0, which skips it. A real GPU is never hidden.
+    """
     if request.param == "numpy":
-        return SimpleNamespace(name="numpy", device="cpu", xp=np)
-    return SimpleNamespace(name="cupy", device="cuda", xp=_backend.module_for("cuda"))
+        yield SimpleNamespace(name="numpy", device="cpu", xp=np)
+    else:
+        yield from _cuda_backend(request.param)
+
+
+@pytest.fixture(params=list(_backends())[1:])
+def cuda(request):
+    """The 'cuda' backend alone, for tests that only make sense on a GPU (real, or the stand-in)."""
+    yield from _cuda_backend(request.param)

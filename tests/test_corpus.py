@@ -1,6 +1,7 @@
 """Tests for models/corpus.py: where the corpus comes from, and the download's checksum."""
 
 import os
+import runpy
 import urllib.error
 from pathlib import Path
 
@@ -9,7 +10,15 @@ import pytest
 from models import corpus
 from models.corpus import CORPUS_SHA256, CorpusError, corpus_path, load_corpus
 
-CORPUS_BYTES = 1_115_394
+SMALL_CORPUS_BYTES = 64_052  # tests/data/small_corpus.txt
+
+
+@pytest.fixture
+def stand_in_sha(monkeypatch, corpus_file):
+    """The small corpus plays Tiny Shakespeare: CORPUS_SHA256 becomes its checksum (the real one is checked below)."""
+    data = corpus_file.read_bytes()
+    monkeypatch.setattr(corpus, "CORPUS_SHA256", corpus.sha256_hex(data))
+    return data
 
 
 @pytest.fixture
@@ -41,17 +50,24 @@ def test_env_var_is_used_without_checksum(offline, monkeypatch, tmp_path):
     assert load_corpus() == "héllo wörld"
 
 
-def test_real_corpus_loads(corpus_file):
+def test_the_small_test_corpus_loads_and_is_what_its_script_makes(corpus_file):
     text = load_corpus(corpus_file)
-    assert len(text.encode("utf-8")) == CORPUS_BYTES
-    assert text.startswith("First Citizen:\n")
+    assert len(text.encode("utf-8")) == SMALL_CORPUS_BYTES
+    assert text.startswith("First Citizen:\n") and text.endswith(".\n") and text.isascii()
+    make = runpy.run_path(str(corpus_file.parent / "make_small_corpus.py"))["make_corpus"]
+    assert make() == text  # the shipped file is reproducible from its script
 
 
-def test_cached_copy_is_used_without_network(offline, corpus_file):
+def test_the_real_checksum_is_tiny_shakespeare_s():
+    assert CORPUS_SHA256 == "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"  # of 1,115,394 bytes
+    assert corpus.sha256_hex(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2
+
+
+def test_cached_copy_is_used_without_network(offline, stand_in_sha):
     offline.mkdir(parents=True)
-    (offline / "tinyshakespeare.txt").write_bytes(corpus_file.read_bytes())
+    (offline / "tinyshakespeare.txt").write_bytes(stand_in_sha)
     assert corpus_path() == offline / "tinyshakespeare.txt"
-    assert len(load_corpus()) == CORPUS_BYTES  # ASCII: one char per byte
+    assert len(load_corpus()) == SMALL_CORPUS_BYTES  # ASCII: one char per byte
 
 
 def test_tampered_cache_is_refused(offline):
@@ -61,8 +77,8 @@ def test_tampered_cache_is_refused(offline):
         corpus_path()
 
 
-def test_download_with_right_bytes_is_cached_atomically(offline, monkeypatch, corpus_file):
-    data = corpus_file.read_bytes()
+def test_download_with_right_bytes_is_cached_atomically(offline, monkeypatch, stand_in_sha):
+    data = stand_in_sha
     calls, replaced = [], []
     monkeypatch.setattr(corpus, "fetch_bytes", lambda url, timeout: calls.append(url) or data)
     real_replace = os.replace
@@ -77,7 +93,7 @@ def test_download_with_right_bytes_is_cached_atomically(offline, monkeypatch, co
 
     assert calls == [corpus.CORPUS_URL]
     assert path == offline / "tinyshakespeare.txt"
-    assert corpus.sha256_hex(path.read_bytes()) == CORPUS_SHA256
+    assert path.read_bytes() == data and corpus.sha256_hex(data) == corpus.CORPUS_SHA256
     (tmp, dst), = replaced  # written to a temp file in the same directory, then renamed
     assert tmp.parent == dst.parent == offline and tmp != dst
     assert sorted(p.name for p in offline.iterdir()) == ["tinyshakespeare.txt"]  # no temp file left

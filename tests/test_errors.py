@@ -227,10 +227,7 @@ def test_same_device_names_the_op_and_the_devices(fake_cuda):
         tl_backend.same_device("add", [a, b])
 
 
-@pytest.mark.gpu
-def test_mixing_real_devices_is_an_error():
-    if not tl_backend.gpu_available():
-        pytest.skip("no CUDA GPU with CuPy available")
+def test_mixing_real_devices_is_an_error(cuda):
     a = tensorlab.tensor(np.ones(3), device="cuda")
     b = tensorlab.tensor(np.ones(3))
     with pytest.raises(RuntimeError, match=r"mul: inputs are on different devices \(cpu and cuda\)"):

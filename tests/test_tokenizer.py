@@ -20,7 +20,7 @@ def first_difference(a: str, b: str):
 
 @pytest.fixture(scope="module")
 def text(corpus_file) -> str:
-    """The Tiny Shakespeare text."""
+    """The test corpus (64 KB in Tiny Shakespeare's layout)."""
     return corpus_file.read_text(encoding="utf-8")
 
 
@@ -50,7 +50,7 @@ def test_vocab_is_exactly_the_size_asked_for(tok):
 
 def test_whole_corpus_round_trips(tok, text, ids):
     assert ids.dtype == np.int64 and ids.ndim == 1
-    assert 500_000 < len(ids) < 650_000  # about 1.9 bytes per token at 500 tokens
+    assert 2 < len(text) / len(ids) < 8  # merges learned: several bytes per token at 500 tokens
     assert ids.min() >= 0 and ids.max() < tok.vocab_size
     assert first_difference(tok.decode(ids), text) is None
 
@@ -91,7 +91,7 @@ def test_load_refuses_other_json(tmp_path):
 
 
 def test_token_bytes_is_exact_and_additive(tok, text, ids):
-    assert tok.token_bytes(ids) == len(text.encode("utf-8")) == 1_115_394
+    assert tok.token_bytes(ids) == len(text.encode("utf-8")) == 64_052
     cut = 12_345
     assert tok.token_bytes(ids[:cut]) + tok.token_bytes(ids[cut:]) == tok.token_bytes(ids)
     for i in ids[:200]:
@@ -116,8 +116,8 @@ def test_decode_refuses_out_of_range_ids(tok):
 
 
 def test_whitespace_mode_trains_and_is_lossy(text):
-    ws = BPETokenizer.train(text, vocab_size=500, pretokenizer="whitespace")
-    assert ws.vocab_size == 500  # [UNK] counts
+    ws = BPETokenizer.train(text, vocab_size=300, pretokenizer="whitespace")  # < the 431 of all words merged
+    assert ws.vocab_size == 300  # [UNK] counts
     ids = ws.encode("First Citizen:\nBefore we")
     assert ids.dtype == np.int64 and len(ids) > 0
     decoded = ws.decode(ids)

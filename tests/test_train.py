@@ -1,7 +1,4 @@
-"""train.py end to end, in-process through main(argv), on tiny configs and an 80 KB slice of the corpus.
-
-The corpus comes from TENSORLAB_CORPUS or ../shared/data (as in .ci/run); without it these tests skip.
-"""
+"""train.py end to end, in-process through main(argv), on tiny configs and the 64 KB test corpus (tests/data)."""
 import json
 import math
 import os
@@ -31,11 +28,9 @@ TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    """The first 80 KB of Tiny Shakespeare, as a --data file."""
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:80_000])
-    return path
+def corpus(corpus_file):
+    """The test corpus, as a --data file."""
+    return corpus_file
 
 
 def run_main(argv, capsys):

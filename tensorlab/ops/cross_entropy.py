@@ -14,11 +14,13 @@ from tensorlab.tensor import Function
 class CrossEntropy(Function):
     name = "cross_entropy"
 
-    def __init__(self, ignore_index=-100):
+    def __init__(self, ignore_index=-100, targets_checked=False):
         self.ignore_index = ignore_index
+        self.targets_checked = targets_checked  # True: the caller checked the targets on the host before moving them
 
     def forward(self, logits, targets):
-        _check_targets(logits, targets, self.ignore_index)
+        if not self.targets_checked:
+            check_targets(logits, targets, self.ignore_index)
         xp = backend.array_module(logits)
         vocab = logits.shape[-1]
         x = logits.reshape(-1, vocab)                          # (N, V)
@@ -30,21 +32,23 @@ class CrossEntropy(Function):
         total = e.sum(axis=-1, keepdims=True)
         self.p = e / total                                     # softmax, (N, V)
         nll = (xp.log(total) + m)[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
-        self.count = int(self.valid.sum())
+        self.count = self.valid.sum(dtype=logits.dtype)        # a 0-d array: stays on the device
         self.logits_shape = logits.shape
-        loss = (nll * self.valid).sum() / self.count if self.count else xp.asarray(float("nan"))
+        loss = (nll * self.valid).sum() / xp.maximum(self.count, 1)
+        loss = xp.where(self.count > 0, loss, float("nan"))    # every target ignored: NaN, as in PyTorch
         return xp.asarray(loss, dtype=logits.dtype)
 
     def backward(self, gy):
         # loss = mean_n (logsumexp(x_n) - x_n[t_n])  =>  gx_n = gy * (softmax(x_n) - onehot(t_n)) / N
         # (every target ignored: the loss is NaN as in PyTorch, but the gradient is 0, not 0/0)
-        scale = (gy / max(self.count, 1)) * self.valid[:, None]  # (N, 1); ignored rows get 0
+        scale = (gy / backend.array_module(gy).maximum(self.count, 1)) * self.valid[:, None]  # (N, 1); ignored: 0
         gx = self.p * scale
         gx[self.rows, self.t] -= scale[:, 0]
         return gx.reshape(self.logits_shape), None
 
 
-def _check_targets(logits, targets, ignore_index):
+def check_targets(logits, targets, ignore_index):
+    """Raise unless `targets` are class ids in [0, V) or ignore_index (on a GPU: one transfer to the host)."""
     if logits.ndim < 1 or logits.dtype.kind != "f":
         raise TypeError(f"cross_entropy: logits must be a floating array of shape (..., V), "
                         f"got shape {logits.shape} and dtype {logits.dtype}")

@@ -4,8 +4,12 @@ from tensorlab.tensor import Function
 
 
 class Embedding(Function):
+    def __init__(self, ids_checked=False):
+        self.ids_checked = ids_checked  # True: the caller checked the ids on the host before moving them
+
     def forward(self, ids, weight):
-        _check_ids(ids, weight)
+        if not self.ids_checked:
+            check_ids(ids, weight.shape)
         self.ids, self.weight_shape = ids, weight.shape
         return weight[ids]                                   # (..., C)
 
@@ -17,13 +21,15 @@ class Embedding(Function):
         return None, gw
 
 
-def _check_ids(ids, weight):
-    if weight.ndim != 2:
-        raise ValueError(f"embedding: weight must be a 2-D table (V, C), got shape {weight.shape}")
+def check_ids(ids, weight_shape):
+    """Raise unless `ids` are integers in [0, V) for a (V, C) table (on a GPU: one transfer to the host)."""
+    if len(weight_shape) != 2:
+        raise ValueError(f"embedding: weight must be a 2-D table (V, C), got shape {weight_shape}")
     if ids.dtype.kind not in "iu":
         raise TypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
-    vocab = weight.shape[0]
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
-        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+    vocab = weight_shape[0]
+    out_of_range = (ids < 0) | (ids >= vocab)
+    if ids.size and bool(out_of_range.any()):
+        bad = int(ids[out_of_range][0])
         raise ValueError(f"embedding: id {bad} is out of range for a table of {vocab} rows "
-                         f"(weight shape {weight.shape}); ids must be in [0, {vocab - 1}]")
+                         f"(weight shape {weight_shape}); ids must be in [0, {vocab - 1}]")

@@ -1,0 +1,440 @@
+"""A strict stand-in for the `cupy` module, computing with NumPy on the host.
+
+It behaves as CuPy does where tensorlab could get CuPy wrong on a CPU-only machine
+(each rule and its source in CuPy is listed in README.md):
+  - an `ndarray` is not a NumPy array: implicit conversion (`np.asarray(x)`) raises
+    TypeError, and NumPy functions and ufuncs refuse it as an operand;
+  - CuPy functions and operators refuse NumPy arrays as operands (only cupy.array,
+    cupy.asarray, cupy.ascontiguousarray and `x[...] = host_array` copy from the host);
+  - reductions and scalar indexing give 0-d arrays, not Python or NumPy scalars;
+  - out-of-range integer-array indices wrap around (i % n) instead of raising;
+  - every device-to-host transfer (.get(), asnumpy, float(), int(), bool(), .item(),
+    .tolist(), repr) is counted in `transfers`, and host-to-device copies in `uploads`.
+Only the functions tensorlab uses are offered, each one that real CuPy has.
+"""
+import builtins
+import collections
+import math
+import sys
+import types
+
+import numpy
+
+transfers = collections.Counter()  # device -> host, by kind: "get", "float", "bool", ...
+uploads = collections.Counter()    # host -> device, by kind: "asarray", "setitem", "index"
+
+
+def reset_counts():
+    """Zero both transfer counters."""
+    transfers.clear()
+    uploads.clear()
+
+
+def _unsupported(value):
+    # cupy/_core/_kernel.pyx, _preprocess_arg: anything not a cupy array or scalar
+    raise TypeError(f"Unsupported type {type(value)}")
+
+
+def _dev(value):
+    """The NumPy array behind a stand-in operand; a NumPy array is refused as CuPy refuses it."""
+    if isinstance(value, ndarray):
+        return value._a
+    if isinstance(value, numpy.ndarray):
+        _unsupported(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_dev(v) for v in value)
+    return value
+
+
+def _wrap(result):
+    """A stand-in array for a NumPy result; NumPy scalars become 0-d arrays, as CuPy returns them."""
+    if isinstance(result, numpy.ndarray):
+        return ndarray._from_host_array(result)
+    if isinstance(result, numpy.generic):
+        return ndarray._from_host_array(numpy.asarray(result))
+    if isinstance(result, tuple):
+        return tuple(_wrap(r) for r in result)
+    return result
+
+
+def _host_to_device(value, kind):
+    """Unwrap `value`, counting a copy from the host when it is a NumPy array."""
+    if isinstance(value, ndarray):
+        return value._a
+    if isinstance(value, numpy.ndarray):
+        uploads[kind] += 1
+        return value
+    return value
+
+
+# ----- indexing: integer arrays wrap around, as CuPy's take and fancy indexing do ---------------------
+
+def _normalize_key(key, shape, kind):
+    """The NumPy key for `key` on an array of `shape`, with integer-array indices wrapped modulo their axis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    key = tuple(_host_to_device(k, kind) if isinstance(k, (ndarray, numpy.ndarray)) else k for k in key)
+    consumed = builtins.sum(1 if k is not Ellipsis and k is not None and not _is_bool_array(k) else
+                   (numpy.ndim(k) if _is_bool_array(k) else 0) for k in key)
+    out, axis = [], 0
+    for k in key:
+        if k is Ellipsis:
+            axis += len(shape) - consumed
+            out.append(k)
+        elif k is None:
+            out.append(k)
+        elif _is_bool_array(k):
+            axis += numpy.ndim(k)
+            out.append(k)
+        elif isinstance(k, (list, numpy.ndarray)) and numpy.asarray(k).dtype.kind in "iu":
+            k = numpy.asarray(k)
+            out.append(k % shape[axis] if shape[axis] else k)   # out-of-range ids wrap: i % n
+            axis += 1
+        else:
+            out.append(k)
+            axis += 1
+    return tuple(out)
+
+
+def _is_bool_array(k):
+    return isinstance(k, (numpy.ndarray, list)) and numpy.asarray(k).dtype == bool
+
+
+class ndarray:
+    """A device array: NumPy storage, CuPy's rules (see the module docstring)."""
+
+    __array_priority__ = 100
+    __array_ufunc__ = None      # NumPy ufuncs (np.exp(x), np_array + x) refuse it: they raise TypeError
+    __hash__ = None
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        # cupy.ndarray(shape, dtype=float, memptr=None, strides=None, order='C'): uninitialised memory
+        if memptr is not None or strides is not None:
+            raise NotImplementedError("the stand-in allocates its own memory")
+        self._a = numpy.empty(shape, dtype=dtype, order=order)
+
+    @classmethod
+    def _from_host_array(cls, array):
+        self = cls.__new__(cls)
+        self._a = array
+        return self
+
+    # ----- no implicit conversion, no NumPy functions --------------------------------------------------
+
+    def __array__(self, dtype=None, copy=None):
+        # cupy/_core/core.pyx, ndarray.__array__
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. "
+                        "Please use `.get()` to construct a NumPy array explicitly.")
+
+    def __array_function__(self, func, types, args, kwargs):
+        return NotImplemented   # NumPy raises TypeError: no implementation found for 'numpy.<func>'
+
+    # ----- device -> host transfers, each counted ------------------------------------------------------
+
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        transfers["get"] += 1
+        host = numpy.array(self._a, order=order, copy=True)
+        if out is not None:
+            out[...] = host
+            return out
+        return host
+
+    def item(self):
+        transfers["item"] += 1
+        return self._a.item()
+
+    def tolist(self):
+        transfers["tolist"] += 1
+        return self._a.tolist()
+
+    def __float__(self):
+        transfers["float"] += 1
+        return float(self._a)
+
+    def __int__(self):
+        transfers["int"] += 1
+        return int(self._a)
+
+    def __index__(self):
+        transfers["int"] += 1
+        return self._a.__index__()
+
+    def __complex__(self):
+        transfers["complex"] += 1
+        return complex(self._a)
+
+    def __bool__(self):
+        transfers["bool"] += 1
+        return bool(self._a)
+
+    def __repr__(self):
+        transfers["repr"] += 1
+        return repr(self._a)
+
+    def __str__(self):
+        transfers["repr"] += 1
+        return str(self._a)
+
+    def __format__(self, spec):
+        transfers["repr"] += 1
+        return format(self._a.item() if self._a.ndim == 0 else self._a, spec)
+
+    # ----- attributes -----------------------------------------------------------------------------------
+
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._a.strides)
+    flags = property(lambda self: self._a.flags)
+    T = property(lambda self: _wrap(self._a.T))
+    device = property(lambda self: cuda.Device(0))
+
+    @property
+    def base(self):
+        return None if self._a.base is None else _wrap(self._a.base)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))   # 0-d arrays, never host scalars
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    # ----- methods cupy.ndarray has (the ones tensorlab uses); out-of-range take wraps ------------------
+
+    def take(self, indices, axis=None, out=None):
+        return take(self, indices, axis=axis, out=out)
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_normalize_key(key, self.shape, "index")])
+
+    def __setitem__(self, key, value):
+        self._a[_normalize_key(key, self.shape, "index")] = _host_to_device(value, "setitem")
+
+    def set(self, arr, stream=None):
+        self._a[...] = _host_to_device(arr, "set")
+
+
+def _method(name):
+    def method(self, *args, **kwargs):
+        return _wrap(getattr(self._a, name)(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
+    method.__name__ = name
+    return method
+
+
+for _name in ("all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "diagonal", "dot",
+              "fill", "flatten", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round",
+              "sort", "squeeze", "std", "sum", "swapaxes", "transpose", "var", "view", "conj"):
+    setattr(ndarray, _name, _method(_name))
+
+
+def _operator(name, inplace=False):
+    numpy_op = getattr(numpy.ndarray, name)
+
+    def op(self, other):
+        if isinstance(other, numpy.ndarray):
+            _unsupported(other)          # cupy_array + numpy_array raises, as in CuPy
+        if not isinstance(other, (ndarray, int, float, complex, bool, numpy.generic)):
+            return NotImplemented
+        result = numpy_op(self._a, _dev(other))
+        if result is NotImplemented:
+            return NotImplemented
+        return self if inplace else _wrap(result)
+    op.__name__ = name
+    return op
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+              "lshift", "rshift"):
+    setattr(ndarray, f"__{_name}__", _operator(f"__{_name}__"))
+    setattr(ndarray, f"__r{_name}__", _operator(f"__r{_name}__"))
+    setattr(ndarray, f"__i{_name}__", _operator(f"__i{_name}__", inplace=True))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(ndarray, f"__{_name}__", _operator(f"__{_name}__"))
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(ndarray, f"__{_name}__", (lambda n: lambda self: _wrap(getattr(self._a, n)()))(f"__{_name}__"))
+
+ndarray.__module__ = "cupy"   # as type(cupy_array).__module__ reads: tensorlab.backend tells arrays apart by it
+
+
+# ----- module functions (each one CuPy has; signatures as CuPy's) ---------------------------------------
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    host = _host_to_device(obj, "asarray")
+    return _wrap(numpy.array(host, dtype=dtype, copy=copy, order=order, ndmin=ndmin))
+
+
+def asarray(a, dtype=None, order=None, *, blocking=False):
+    if isinstance(a, ndarray) and (dtype is None or numpy.dtype(dtype) == a.dtype):
+        return a
+    return _wrap(numpy.asarray(_host_to_device(a, "asarray"), dtype=dtype, order=order))
+
+
+def ascontiguousarray(a, dtype=None):
+    if isinstance(a, ndarray) and a._a.flags.c_contiguous and (dtype is None or numpy.dtype(dtype) == a.dtype):
+        return a
+    return _wrap(numpy.ascontiguousarray(_host_to_device(a, "asarray"), dtype=dtype))
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    if isinstance(a, ndarray):
+        return a.get(stream=stream, order=order, out=out, blocking=blocking)
+    return numpy.asarray(a, order=order)
+
+
+def get_array_module(*args):
+    return sys.modules[__name__] if any(isinstance(a, ndarray) for a in args) else numpy
+
+
+def take(a, indices, axis=None, out=None):
+    # cupy.take has no `mode`: out-of-range indices wrap (docs: "This function currently does not support mode")
+    data = _dev(a)
+    size = data.size if axis is None else data.shape[axis]
+    wrapped = numpy.asarray(_dev(indices)) % size if size else _dev(indices)
+    result = numpy.take(data, wrapped, axis=axis)
+    if out is not None:
+        out._a[...] = result
+        return out
+    return _wrap(result)
+
+
+def _function(name):
+    numpy_function = getattr(numpy, name)
+    is_ufunc = isinstance(numpy_function, numpy.ufunc)
+
+    def function(*args, **kwargs):
+        if is_ufunc:  # CuPy's ufuncs take only cupy arrays and scalars: a list is refused too
+            for arg in args:
+                if isinstance(arg, (list, tuple)):
+                    _unsupported(arg)
+        return _wrap(numpy_function(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+_FUNCTIONS = (
+    # creation
+    "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "arange", "triu", "tril",
+    # ufuncs
+    "add", "subtract", "multiply", "divide", "true_divide", "negative", "power", "square", "sqrt", "exp", "log",
+    "log1p", "expm1", "tanh", "sin", "cos", "abs", "absolute", "sign", "maximum", "minimum", "reciprocal",
+    "copysign", "isfinite", "isnan", "isinf", "logical_and", "logical_or", "logical_not", "equal", "not_equal",
+    "less", "greater",
+    # shape, selection, reductions, linear algebra
+    "reshape", "transpose", "swapaxes", "broadcast_to", "concatenate", "stack", "where", "argwhere", "nonzero",
+    "sum", "mean", "max", "amax", "min", "amin", "argmax", "cumsum", "prod", "matmul", "einsum", "dot", "outer",
+    "allclose", "array_equal",
+)
+for _name in _FUNCTIONS:
+    globals()[_name] = _function(_name)
+
+# dtypes and constants are NumPy's own objects in CuPy too
+for _name in ("dtype", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+              "iinfo", "finfo", "result_type", "newaxis", "inf", "nan", "pi", "e"):
+    globals()[_name] = getattr(numpy, _name)
+
+
+linalg = types.ModuleType("cupy.linalg")
+linalg.norm = lambda x, ord=None, axis=None, keepdims=False: _wrap(numpy.linalg.norm(_dev(x), ord, axis, keepdims))
+
+
+# ----- cupy.random: the Generator API ------------------------------------------------------------------
+
+class _Generator:
+    """cupy.random.Generator: random, standard_normal, integers, uniform; size=None gives a 0-d array."""
+
+    def __init__(self, seed):
+        self._rng = numpy.random.default_rng(seed)
+
+    def random(self, size=None, dtype=numpy.float64, out=None):
+        return self._fill(self._rng.random(size=() if size is None else size, dtype=dtype), out)
+
+    def standard_normal(self, size=None, dtype=numpy.float64, out=None):
+        return self._fill(self._rng.standard_normal(size=() if size is None else size, dtype=dtype), out)
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=numpy.float64):
+        return _wrap(numpy.asarray(self._rng.uniform(_dev(low), _dev(high), size=size)).astype(dtype))
+
+    def integers(self, low, high=None, size=None, dtype=numpy.int64, endpoint=False):
+        return _wrap(numpy.asarray(self._rng.integers(low, high, size=size, dtype=dtype, endpoint=endpoint)))
+
+    @staticmethod
+    def _fill(values, out):
+        if out is not None:
+            out._a[...] = values
+            return out
+        return _wrap(numpy.asarray(values))
+
+
+random = types.ModuleType("cupy.random")
+random.default_rng = lambda seed=None: _Generator(seed)
+random.Generator = _Generator
+
+
+# ----- cupy.cuda: one device ---------------------------------------------------------------------------
+
+class _Device:
+    """cupy.cuda.Device(device=None): a context manager naming device 0."""
+
+    def __init__(self, device=None):
+        self.id = 0 if device is None else int(device)
+        if self.id != 0:
+            raise RuntimeError(f"the CuPy stand-in has one device (0), got {self.id}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, _Device) and other.id == self.id
+
+    __hash__ = object.__hash__
+
+
+cuda = types.ModuleType("cupy.cuda")
+cuda.Device = _Device
+cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+cuda.is_available = lambda: True
+
+
+# ----- cupyx: scatter_add and scipy.special.erf ---------------------------------------------------------
+
+def scatter_add(a, slices, value):
+    """cupyx.scatter_add(a, slices, value): a[slices] += value with repeated indices adding up (ids wrap)."""
+    numpy.add.at(a._a, _normalize_key(slices, a.shape, "index"), _dev(value))
+
+
+_erf = numpy.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x):
+    """cupyx.scipy.special.erf: an elementwise ufunc on a device array."""
+    data = _dev(x)
+    return _wrap(_erf(data).astype(data.dtype if numpy.asarray(data).dtype.kind == "f" else numpy.float64))
+
+
+cupyx = types.ModuleType("cupyx")
+cupyx.scatter_add = scatter_add
+cupyx.scipy = types.ModuleType("cupyx.scipy")
+cupyx.scipy.special = types.ModuleType("cupyx.scipy.special")
+cupyx.scipy.special.erf = erf
+
+
+def modules():
+    """The sys.modules entries that make `import cupy` / `import cupyx.scipy.special` find the stand-in."""
+    this = sys.modules[__name__]
+    return {"cupy": this, "cupy.random": random, "cupy.cuda": cuda, "cupy.linalg": linalg,
+            "cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special}

@@ -1,0 +1,97 @@
+"""train.py on --device cuda, through its command line: train, eval, generate and resume.
+
+Each command runs in a subprocess through tests/strict_cupy/run.py, which installs the
+strict CuPy stand-in as `cupy` unless a real GPU is there (then the real one is used).
+Only the CLI is used, so these tests hold whatever train.py looks like inside.
+"""
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import strict_cupy
+import tensorlab
+from tensorlab import serialization
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "tests" / "strict_cupy" / "run.py"
+TINY = ROOT / "configs" / "tiny.json"
+STEPS = 12  # tiny.json evaluates every 10 steps: rows at 0, 10 and 12
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(os.environ.get(strict_cupy.ENV) == "0" and not strict_cupy.real_gpu_present(),
+                                 reason=f"no CUDA GPU with CuPy available, and {strict_cupy.ENV}=0")]
+
+
+def train_py(*args, device="cuda"):
+    """Run `train.py ARGS` (on the stand-in for cuda): its stdout; fails the test on a non-zero exit."""
+    command = [sys.executable, str(RUN) if device == "cuda" else "", str(ROOT / "train.py"), *map(str, args)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([c for c in command if c], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if device == "cuda" and not strict_cupy.real_gpu_present():
+        assert "strict-cupy transfers:" in done.stderr  # it really ran on the stand-in
+    return done.stdout
+
+
+def metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def tiny(corpus, out, *extra):
+    """A tiny run without dropout (the devices draw other masks) at a constant lr (no horizon, so resumable)."""
+    return ["--config", TINY, "--data", corpus, "--out", out, "--dropout", 0, "--schedule", "constant", *extra]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, corpus_file):
+    """The same tiny run on cpu and on cuda, STEPS steps each (the two processes side by side)."""
+    out = tmp_path_factory.mktemp("gpu_runs")
+    with ThreadPoolExecutor(2) as pool:
+        cpu = pool.submit(train_py, *tiny(corpus_file, out / "cpu", "--max-steps", STEPS), device="cpu")
+        cuda = pool.submit(train_py, *tiny(corpus_file, out / "cuda", "--max-steps", STEPS, "--device", "cuda"))
+        cpu.result(), cuda.result()
+    return out / "cpu", out / "cuda"
+
+
+def test_training_on_cuda_follows_the_cpu_run(runs):
+    cpu, cuda = metrics(runs[0]), metrics(runs[1])
+    assert [r["step"] for r in cuda] == [0, 10, STEPS]
+    assert cuda[-1]["val_loss"] < cuda[0]["val_loss"] - 0.3
+    for a, b in zip(cpu, cuda):  # float32: achieved 3e-8 relative (the GPU path computes GELU with erf)
+        assert b["val_loss"] == pytest.approx(a["val_loss"], rel=1e-5)
+        assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5, abs=0)
+
+
+def test_eval_on_cuda_matches_the_final_evaluation(runs):
+    out = train_py("eval", runs[1], "--checkpoint", "latest")
+    assert f"val loss {metrics(runs[1])[-1]['val_loss']:.4f}" in out
+
+
+def test_generate_on_cuda_continues_the_prompt(runs):
+    out = train_py("generate", runs[1], "--prompt", "ROMEO:", "--max-new-tokens", 12, "--top-k", 5)
+    assert out.startswith("ROMEO:") and len(out) > len("ROMEO:") + 5
+
+
+def test_resume_on_cuda_is_exact(runs, tmp_path, corpus_file):
+    resumed = tmp_path / "resumed"
+    train_py(*tiny(corpus_file, resumed, "--max-steps", 8, "--device", "cuda"))
+    train_py("--resume", resumed, "--max-steps", STEPS)
+    assert [r["step"] for r in metrics(resumed)] == [0, 8, 10, STEPS]
+    a = serialization.load(runs[1] / "checkpoints" / "latest")["model"]
+    b = serialization.load(resumed / "checkpoints" / "latest")["model"]
+    assert list(a) == list(b) and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: tensorlab.random.get_state() saves only the CPU generator, so a "
+                                       "run resumed on a GPU draws other dropout masks than the uninterrupted run")
+def test_the_random_state_covers_the_cuda_generator(cuda):
+    tensorlab.manual_seed(0)
+    state = tensorlab.random.get_state()
+    first = tensorlab.random.generator("cuda").random(5).get()
+    tensorlab.random.set_state(state)
+    assert np.array_equal(tensorlab.random.generator("cuda").random(5).get(), first)
