@@ -1,15 +1,18 @@
-"""Training-step speed and memory of tensorlab against PyTorch eager, measured in one run.
+"""Training-step speed and memory of tensorlab against PyTorch eager, measured the way training runs.
 
 For each model config, two worker processes build the same model (tensorlab, and the
-PyTorch twin from models/torch_model.py with weights copied through state_dict). The
-parent then alternates them step by step (forward, backward, gradient clipping, AdamW),
-so both see the same machine conditions, with a pause before each step so the other
-worker's spinning threads are idle again (without it, OpenBLAS threads still spinning
-after a tensorlab step slow the PyTorch step down by 2x on 2 cores), and reports the median step time after
-warm-up, tokens per second, the ratio tensorlab/PyTorch, and each worker's peak
-resident memory. Each worker imports only its own framework and uses the same
-number of threads. With --memory-steps N the tensorlab worker also runs N steps and
-reports how its resident memory moved (flat means no graph is kept alive).
+PyTorch twin from models/torch_model.py with weights copied through state_dict), each
+importing only its own framework and using the same number of threads. After a few
+warm-up steps each, the parent asks them in turn for blocks of consecutive steps
+(forward, backward, gradient clipping, AdamW; no pause inside a block), alternating
+A B A B, so both see the same drift of the machine. Between blocks it idles --settle
+seconds so the other worker's BLAS threads stop spinning. A block's time is its median
+step; the reported ratio tensorlab/PyTorch is the median over the pairs of blocks.
+Also reported: tokens per second, each worker's peak resident memory and generation
+speed (tensorlab with and without its key/value cache, PyTorch's loop without one).
+A worker that raises, dies or stays silent past --timeout ends the benchmark with its
+error. With --memory-steps N the tensorlab worker also runs N steps and reports how
+its resident memory moved (flat means no graph is kept alive).
 
     python bench/speed.py                       # CPU, seed configs and the default config
     python bench/speed.py --device cuda         # CuPy against PyTorch CUDA
@@ -49,7 +52,15 @@ def bench_configs(include_default):
 
 # ----- the workers ------------------------------------------------------------------------------
 def worker(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn):
-    """Build one framework's model and optimizer, then run a training step whenever asked."""
+    """Build one framework's model and optimizer, then run whatever the parent asks; report any error back."""
+    try:
+        _serve(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn)
+    except BaseException:  # the parent prints it and stops the benchmark
+        import traceback
+        conn.send(("error", traceback.format_exc()))
+
+
+def _serve(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn):
     sys.path.insert(0, str(ROOT))
     import numpy as np
     if framework == "tensorlab":
@@ -58,14 +69,17 @@ def worker(framework, model_config, weights_path, batch_size, seq_len, device, t
         step, generate = _torch_step(model_config, weights_path, device, threads)
     rng = np.random.default_rng(0)
     batches = [rng.integers(0, model_config["vocab_size"], (batch_size, seq_len + 1)) for _ in range(4)]
-    conn.send("ready")
+    conn.send(("ok", "ready"))
     while True:
         command, arg = conn.recv()
-        if command == "step":
-            ids = batches[arg % len(batches)]
-            start = time.perf_counter()
-            step(ids[:, :-1], ids[:, 1:])
-            conn.send(time.perf_counter() - start)
+        if command == "block":  # arg steps back to back, as training runs them; one time per step
+            times = []
+            for i in range(arg):
+                ids = batches[i % len(batches)]
+                start = time.perf_counter()
+                step(ids[:, :-1], ids[:, 1:])
+                times.append(time.perf_counter() - start)
+            conn.send(("ok", times))
         elif command == "rss_over":
             samples = []
             for i in range(arg):
@@ -73,13 +87,16 @@ def worker(framework, model_config, weights_path, batch_size, seq_len, device, t
                 step(ids[:, :-1], ids[:, 1:])
                 if i % max(arg // 20, 1) == 0 or i == arg - 1:
                     samples.append(_current_rss_mb())
-            conn.send(samples)
-        elif command == "generate":
+            conn.send(("ok", samples))
+        elif command == "generate":  # arg = (new tokens, use the key/value cache)
+            n, cache = arg
             start = time.perf_counter()
-            generate(batches[0][:1, :8], arg)
-            conn.send(arg / (time.perf_counter() - start))
+            generate(batches[0][:1, :8], n, cache)
+            conn.send(("ok", n / (time.perf_counter() - start)))
         elif command == "peak":
-            conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            conn.send(("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        elif command == "fail":  # for the test that a dying worker stops the benchmark
+            raise RuntimeError("worker asked to fail")
         else:
             return
 
@@ -108,8 +125,8 @@ def _tensorlab_step(model_config, weights_path, device):
         optimizer.step()
         sync()
 
-    def generate(prompt, n):
-        model.generate(prompt, n, temperature=1.0, top_k=50, rng=np.random.default_rng(0))
+    def generate(prompt, n, cache):
+        model.generate(prompt, n, temperature=1.0, top_k=50, rng=np.random.default_rng(0), kv_cache=cache)
         sync()
     tensorlab.manual_seed(0)
     return step, generate
@@ -141,7 +158,7 @@ def _torch_step(model_config, weights_path, device, threads):
         sync()
 
     @torch.no_grad()
-    def generate(prompt, n):
+    def generate(prompt, n, cache):  # the twin has no cache: always the whole window
         ids = torch.from_numpy(prompt).to(device)
         for _ in range(n):
             logits, _ = model(ids[:, -config.context_len:])
@@ -159,13 +176,50 @@ def _current_rss_mb():
 
 
 # ----- the parent ---------------------------------------------------------------------------------
-def start_worker(framework, *args):
-    parent_end, child_end = mp.Pipe()
-    process = mp.get_context("spawn").Process(target=worker, args=(framework, *args, child_end), daemon=True)
-    process.start()
-    if parent_end.recv() != "ready":
-        raise RuntimeError(f"{framework} worker failed to start")
-    return process, parent_end
+class WorkerDied(RuntimeError):
+    pass
+
+
+class Worker:
+    """One framework's process and the pipe to it; every answer is awaited with a timeout."""
+
+    def __init__(self, framework, args, *worker_args):
+        self.framework, self.timeout = framework, args.timeout
+        self.conn, child_end = mp.Pipe()
+        self.process = mp.get_context("spawn").Process(target=worker, args=(framework, *worker_args, child_end),
+                                                       daemon=True)
+        self.process.start()
+        child_end.close()  # so a dead worker shows as EOF here
+        self.ask(None)
+
+    def ask(self, command, arg=None):
+        """Send a command (None: only wait) and return the worker's answer, or raise WorkerDied."""
+        try:
+            if command is not None:
+                self.conn.send((command, arg))
+            if not self.conn.poll(self.timeout):
+                self.stop()
+                raise WorkerDied(f"{self.framework} worker: no answer to {command!r} within {self.timeout:.0f} s")
+            status, value = self.conn.recv()
+        except (EOFError, OSError):  # the pipe's other end is gone (OSError: broken pipe, connection reset)
+            self.process.join(5)
+            raise WorkerDied(f"{self.framework} worker died (exit code {self.process.exitcode}) "
+                             f"during {command!r}") from None
+        if status == "error":
+            self.stop()
+            raise WorkerDied(f"{self.framework} worker failed during {command!r}:\n{value}")
+        return value
+
+    def stop(self):
+        if self.process.is_alive():
+            try:
+                self.conn.send(("stop", None))
+            except (BrokenPipeError, OSError):
+                pass
+            self.process.join(5)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
 
 
 def run_config(name, model_config, batch_size, seq_len, args):
@@ -177,34 +231,43 @@ def run_config(name, model_config, batch_size, seq_len, args):
     tensorlab.manual_seed(0)
     weights_path = Path(args.tmp) / f"{name}_weights.npz"
     np.savez(weights_path, **TinyTransformerLM(ModelConfig(**model_config)).state_dict())
-    workers = {fw: start_worker(fw, model_config, str(weights_path), batch_size, seq_len, args.device, args.threads)
-               for fw in ("tensorlab", "pytorch")}
-    times = {fw: [] for fw in workers}
-    for i in range(args.warmup + args.steps):
-        for fw, (_, conn) in workers.items():
-            # BLAS and OpenMP threads spin for a while after their work ends; let the other
-            # worker's threads go idle first, or they steal the cores from this step.
+    workers = {}
+    try:
+        for fw in ("tensorlab", "pytorch"):
+            workers[fw] = Worker(fw, args, model_config, str(weights_path), batch_size, seq_len, args.device,
+                                 args.threads)
+        return _measure(name, workers, batch_size, seq_len, args)
+    finally:
+        for w in workers.values():
+            w.stop()
+
+
+def _measure(name, workers, batch_size, seq_len, args):
+    for w in workers.values():  # warm-up: caches, allocator, thread pools
+        time.sleep(args.settle)
+        w.ask("block", args.warmup)
+    blocks = {fw: [] for fw in workers}  # per block: median step time of its steps
+    for _ in range(args.blocks):  # A B A B ...: both see the same drift of the machine
+        for fw, w in workers.items():
+            # Between blocks only (never inside one): let the other worker's BLAS threads stop spinning.
             time.sleep(args.settle)
-            conn.send(("step", i))
-            elapsed = conn.recv()
-            if i >= args.warmup:
-                times[fw].append(elapsed)
-    result = {"config": name, "batch": batch_size, "seq_len": seq_len}
-    for fw, (_, conn) in workers.items():
-        median = statistics.median(times[fw])
-        result[fw] = {"step_ms": 1e3 * median, "tokens_per_s": batch_size * seq_len / median}
-        conn.send(("generate", args.gen_tokens))
-        result[fw]["generate_tokens_per_s"] = conn.recv()
+            blocks[fw].append(statistics.median(w.ask("block", args.block_steps)))
+    result = {"config": name, "batch": batch_size, "seq_len": seq_len,
+              "block_ratios": [a / b for a, b in zip(blocks["tensorlab"], blocks["pytorch"])]}
+    for fw, w in workers.items():
+        median = statistics.median(blocks[fw])
+        result[fw] = {"step_ms": 1e3 * median, "tokens_per_s": batch_size * seq_len / median,
+                      "block_ms": [1e3 * b for b in blocks[fw]]}
+        if args.gen_tokens:
+            result[fw]["generate_tokens_per_s"] = w.ask("generate", (args.gen_tokens, False))
+    if args.gen_tokens:
+        result["tensorlab"]["generate_cached_tokens_per_s"] = workers["tensorlab"].ask(
+            "generate", (args.gen_tokens, True))
     if args.memory_steps:
-        _, conn = workers["tensorlab"]
-        conn.send(("rss_over", args.memory_steps))
-        result["tensorlab"]["rss_mb_over_steps"] = conn.recv()
-    for fw, (process, conn) in workers.items():
-        conn.send(("peak", None))
-        result[fw]["peak_rss_mb"] = conn.recv()
-        conn.send(("stop", None))
-        process.join()
-    result["step_ratio"] = result["tensorlab"]["step_ms"] / result["pytorch"]["step_ms"]
+        result["tensorlab"]["rss_mb_over_steps"] = workers["tensorlab"].ask("rss_over", args.memory_steps)
+    for fw, w in workers.items():
+        result[fw]["peak_rss_mb"] = w.ask("peak")
+    result["step_ratio"] = statistics.median(result["block_ratios"])
     result["memory_ratio"] = result["tensorlab"]["peak_rss_mb"] / result["pytorch"]["peak_rss_mb"]
     return result
 
@@ -212,11 +275,17 @@ def run_config(name, model_config, batch_size, seq_len, args):
 def print_result(r):
     tl, pt = r["tensorlab"], r["pytorch"]
     print(f"\n{r['config']}  (batch {r['batch']}, seq {r['seq_len']})")
-    print(f"  {'':12}{'step ms':>10}{'tokens/s':>11}{'peak RSS MB':>13}{'gen tok/s':>11}")
+    print(f"  {'':12}{'step ms':>10}{'tokens/s':>11}{'peak RSS MB':>13}  step ms of each block")
     for label, m in (("tensorlab", tl), ("pytorch", pt)):
-        print(f"  {label:12}{m['step_ms']:>10.1f}{m['tokens_per_s']:>11.0f}{m['peak_rss_mb']:>13.0f}"
-              f"{m['generate_tokens_per_s']:>11.1f}")
-    print(f"  step ratio tensorlab/pytorch: {r['step_ratio']:.3f}   peak memory ratio: {r['memory_ratio']:.3f}")
+        blocks = " ".join(f"{b:.1f}" for b in m["block_ms"])
+        print(f"  {label:12}{m['step_ms']:>10.1f}{m['tokens_per_s']:>11.0f}{m['peak_rss_mb']:>13.0f}  {blocks}")
+    ratios = " ".join(f"{x:.3f}" for x in r["block_ratios"])
+    print(f"  step ratio tensorlab/pytorch: {r['step_ratio']:.3f} (median of blocks {ratios})   "
+          f"peak memory ratio: {r['memory_ratio']:.3f}")
+    if "generate_tokens_per_s" in tl:
+        print(f"  generation tokens/s: tensorlab cached {tl['generate_cached_tokens_per_s']:.1f}, "
+              f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, "
+              f"pytorch uncached {pt['generate_tokens_per_s']:.1f}")
     if "rss_mb_over_steps" in tl:
         rss = tl["rss_mb_over_steps"]
         print(f"  tensorlab RSS over {len(rss)} samples of the memory run: first {rss[0]:.0f} MB, "
@@ -227,16 +296,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both frameworks")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per framework")
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--blocks", type=int, default=3, help="timed blocks per framework, alternating (>= 3)")
+    parser.add_argument("--block-steps", type=int, default=10, help="consecutive steps per block (>= 10)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per worker before the blocks")
     parser.add_argument("--settle", type=float, default=0.5,
-                        help="seconds of idle time before each step, so the other worker's threads stop spinning")
-    parser.add_argument("--gen-tokens", type=int, default=32, help="tokens generated for the generation speed")
+                        help="seconds of idle time between blocks, so the other worker's threads stop spinning")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for any worker answer")
+    parser.add_argument("--gen-tokens", type=int, default=32, help="tokens generated for the generation speed "
+                        "(0: skip)")
     parser.add_argument("--memory-steps", type=int, default=0, help="also run N steps and watch tensorlab's RSS")
     parser.add_argument("--configs", nargs="*", help="a subset of: seed_d128 seed_d256 default")
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--tmp", default="/tmp")
     args = parser.parse_args(argv)
+    if args.blocks < 3 or args.block_steps < 10:
+        parser.error(f"--blocks must be >= 3 and --block-steps >= 10, got {args.blocks} and {args.block_steps}")
     # Both frameworks get the same thread count; the workers inherit these before importing anything.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
@@ -245,9 +319,13 @@ def main(argv=None):
     unknown = [c for c in chosen if c not in configs]
     if unknown:
         parser.error(f"unknown config(s) {unknown}; choose from {list(configs)}")
-    print(f"device {args.device}, {args.threads} threads, {args.steps} timed steps after {args.warmup} warm-up, "
-          f"median step (forward, backward, clip, AdamW)")
-    results = [run_config(name, *configs[name], args) for name in chosen]
+    print(f"device {args.device}, {args.threads} threads, {args.blocks} blocks of {args.block_steps} consecutive "
+          f"steps per framework after {args.warmup} warm-up, alternating; ratio = median over block pairs "
+          f"(step: forward, backward, clip, AdamW)")
+    try:
+        results = [run_config(name, *configs[name], args) for name in chosen]
+    except WorkerDied as error:
+        sys.exit(f"speed.py: benchmark stopped: {error}")
     for r in results:
         print_result(r)
     if args.json:

@@ -1,64 +1,122 @@
-"""Training checkpoints on top of tensorlab.serialization (atomic, pickle-free, checksummed).
+"""Training checkpoints: one safetensors file each, on top of tensorlab.serialization (atomic, pickle-free).
 
-A training checkpoint holds everything a run needs to continue exactly where it stopped:
+The arrays of the model sit under exactly the model's state_dict names, so
+`safetensors.torch.load_file("run/checkpoints/best.safetensors")` loads straight into
+the PyTorch twin (tests/torch_twin.py). A full checkpoint (`latest`) adds the optimizer's
+moments under "optimizer/state/<index>/<name>" and, as JSON metadata, what
+models.trainer.Trainer.state_dict() holds besides arrays: the model and train configs,
+the optimizer's scalars and groups, the lr schedules, both random generators, progress.
+`best` and the snapshots hold the model alone, with the step (and val loss) they were taken at.
 
-    model            the parameters, by name
-    model_config     the ModelConfig they belong to (checked before loading)
-    optimizer        AdamW's state_dict (moments, step counts, each group's lr)
-    batch_rng        the numpy Generator state that draws training windows
-    tensorlab_rng    tensorlab.random's state (dropout masks)
-    config           the TrainConfig of the run
-    progress         step, elapsed seconds, best val loss, ... (a dict of plain numbers)
-
-A snapshot is the model part alone, kept to show how attention changes during training.
+Runs written by older tensorlab versions (`latest.npz` + `latest.json`) still load.
 """
-from tensorlab import random as tl_random
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
 from tensorlab import serialization
-from tensorlab.serialization import CheckpointError
+from tensorlab.serialization import SUFFIX, CheckpointError
 
 
-def save_checkpoint(path, model, optimizer, batch_rng, config, progress):
-    """Write a full training checkpoint to `path`.npz/.json (atomically, replacing any old one)."""
-    serialization.save({
-        "model": model.state_dict(),
-        "model_config": model.config.to_dict(),
-        "optimizer": optimizer.state_dict(),
-        "batch_rng": batch_rng.bit_generator.state,
-        "tensorlab_rng": tl_random.get_state(),
-        "config": config.to_dict(),
-        "progress": dict(progress),
-    }, path)
+def checkpoint_path(path):
+    """run/checkpoints/latest -> run/checkpoints/latest.safetensors."""
+    path = Path(path)
+    return path if path.suffix == SUFFIX else path.with_name(path.name + SUFFIX)
 
 
-def save_snapshot(path, model, step):
-    """Write the model's parameters alone (no optimizer), tagged with the step."""
-    serialization.save({"model": model.state_dict(), "model_config": model.config.to_dict(), "step": step}, path)
+def exists(path):
+    """True when a checkpoint (new or old format) is at `path`."""
+    path = checkpoint_path(path)
+    return path.is_file() or path.with_suffix(".json").is_file()
+
+
+def save_checkpoint(path, state):
+    """Write `state` ({"model": state_dict, ... nested JSON and arrays}) to `path`.safetensors atomically.
+
+    Refuses (CheckpointError) to write a model with a non-finite parameter.
+    """
+    first_non_finite(state["model"], f"refusing to write {checkpoint_path(path)}")
+    tensors = dict(state["model"])
+    rest = serialization.split_arrays({k: v for k, v in state.items() if k != "model"}, "", tensors)
+    serialization.save(tensors, rest, checkpoint_path(path))
+
+
+def read_checkpoint(path):
+    """The nested state `save_checkpoint` wrote (arrays as NumPy arrays); old .npz + .json runs too."""
+    path = checkpoint_path(path)
+    if not path.is_file() and path.with_suffix(".json").is_file():
+        return _read_old_format(path.with_suffix(""))
+    tensors, rest = serialization.load(path)
+    state = serialization.join_arrays(rest, tensors)
+    if not isinstance(state, dict) or "model_config" not in state:
+        raise CheckpointError(f"{path} is not a tensorlab training checkpoint (no model_config in it)")
+    referenced = {v["__array__"] for v in _references(rest)}
+    state["model"] = {name: a for name, a in tensors.items() if name not in referenced}
+    return state
+
+
+def _references(value):
+    if isinstance(value, dict):
+        if set(value) == {"__array__"}:
+            yield value
+        else:
+            for v in value.values():
+                yield from _references(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _references(v)
 
 
 def load_checkpoint(path, model):
-    """Read a checkpoint or snapshot from `path` and copy its parameters into `model`; returns the whole dict.
+    """Read a checkpoint or snapshot from `path` and copy its parameters into `model`; returns the whole state.
 
-    Raises CheckpointError when the file is missing or truncated, or when it was saved
-    by a model of another shape; the message names the fields that differ.
+    Raises CheckpointError, naming the file, when it is missing, damaged, from a model of
+    another shape (naming the fields that differ) or holds a non-finite parameter.
     """
-    state = serialization.load(path)
-    if not isinstance(state, dict) or "model" not in state or "model_config" not in state:
-        raise CheckpointError(f"{path} is not a tensorlab training checkpoint (no model or model_config in it)")
+    path = checkpoint_path(path)
+    state = read_checkpoint(path)
     ours, theirs = model.config.to_dict(), state["model_config"]
+    if not isinstance(theirs, dict):
+        raise CheckpointError(f"{path} is not a tensorlab training checkpoint (its model_config is not a dict)")
     differ = [f"{key}={theirs.get(key)!r} (here {ours[key]!r})" for key in ours
               if key != "dropout" and theirs.get(key) != ours[key]]
     if differ:
         raise CheckpointError(f"checkpoint {path} is from another model config: it has {', '.join(differ)}")
+    first_non_finite(state["model"], f"{path} cannot be used")
     try:
         model.load_state_dict(state["model"])
-    except ValueError as err:
+    except (ValueError, TypeError) as err:
         raise CheckpointError(f"checkpoint {path} does not fit the model: {err}") from None
     return state
 
 
-def restore_training_state(state, optimizer, batch_rng):
-    """Put the optimizer and both random generators back as they were when `state` was saved."""
-    optimizer.load_state_dict(state["optimizer"])
-    batch_rng.bit_generator.state = state["batch_rng"]
-    tl_random.set_state(state["tensorlab_rng"])
-    return state["progress"]
+def first_non_finite(arrays, what):
+    """CheckpointError naming the first array of `arrays` (name -> array) with a NaN or inf, if there is one."""
+    for name, a in arrays.items():
+        a = np.asarray(a) if not hasattr(a, "get") else a.get()
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            bad = a[~np.isfinite(a)].ravel()[0]
+            raise CheckpointError(f"{what}: parameter {name} holds non-finite values (e.g. {bad})")
+
+
+def _read_old_format(base):
+    """A checkpoint of the old two-file format: base.json (description, sha256 of the .npz) and base.npz."""
+    json_path, npz_path = base.with_suffix(".json"), base.with_suffix(".npz")
+    try:
+        meta = json.loads(json_path.read_text())
+        expected = meta["npz_sha256"]
+        data = npz_path.read_bytes()
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"old-format checkpoint {json_path} cannot be read ({type(err).__name__}: {err})") \
+            from None
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise CheckpointError(f"old-format checkpoint {npz_path} is truncated or was changed (sha256 differs)")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return serialization.join_arrays(meta["state"], {k: arrays[k] for k in arrays.files})
+    except ValueError as err:
+        raise CheckpointError(f"{npz_path} holds something other than plain arrays ({err})") from None
+

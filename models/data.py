@@ -101,8 +101,8 @@ def bits_per_byte(total_nll_nats: float, n_bytes: int) -> float:
 
 
 def perplexity(mean_nll_nats: float) -> float:
-    """Perplexity = exp(mean negative log-likelihood per token, in nats)."""
-    return math.exp(mean_nll_nats)
+    """Perplexity = exp(mean negative log-likelihood per token, in nats); inf once that overflows a float."""
+    return math.exp(mean_nll_nats) if mean_nll_nats < 709.78 else math.inf
 
 
 def _as_ids(ids) -> np.ndarray:

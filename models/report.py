@@ -9,11 +9,11 @@ import numpy as np
 
 from models import plots
 from models.checkpoint import load_checkpoint
-from tensorlab.serialization import write_atomically
 from models.evaluate import device_of
 from models.prompts import run_prompts
 from models.transformer import TinyTransformerLM, inference
 from tensorlab import backend
+from tensorlab.serialization import write_atomically
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
 SAMPLE_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "To be, or not to be,")
@@ -22,35 +22,9 @@ TOPK_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "O Romeo, Romeo! wherefore a
 
 
 def write_outputs(run, final):
-    """Write every figure, samples.txt, topk.md and report.md of a finished train.Run; final: its last metrics row."""
-    cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
-    metrics, progress = run.metrics, run.progress
-    figures = run_dir / "figures"
-    plots.loss_curves(metrics, figures / "loss_curves.png")
-    plots.val_perplexity(metrics, figures / "val_perplexity.png")
-    plots.layer_curves(metrics, "layer_grad_norm", figures / "layer_grad_norms.png",
-                       "||grad|| (before clipping)", "Gradient norm per layer")
-    plots.layer_curves(metrics, "layer_update_ratio", figures / "layer_update_ratios.png",
-                       "||lr * update|| / ||w||", "Update-to-weight ratio per layer")
-    counts = np.bincount(run.train_ids, minlength=tokenizer.vocab_size)
-    plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
-                          figures / "token_frequency.png")
-
-    passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
-    labels = tokenizer.token_strings(passage)
-    attention = attention_of(model, passage)
-    attention_figures = []
-    for layer, weights in enumerate(attention):
-        rel = f"figures/attention_layer{layer}.png"
-        plots.attention_heads(weights, labels, run_dir / rel, f"Layer {layer} at step {final['step']}")
-        attention_figures.append((f"attention, layer {layer}", rel))
-    snapshot_model = TinyTransformerLM(model.config).to(cfg.device)
-    evolution = []
-    for step in progress["snapshots"]:
-        load_checkpoint(run_dir / "checkpoints" / f"snapshot_step{step:06d}", snapshot_model)
-        evolution.append((step, attention_of(snapshot_model, passage)))
-    plots.attention_evolution(evolution, labels, figures / "attention_evolution.png")
-
+    """Write every figure, samples.txt, topk.md and report.md of a finished models.trainer.Trainer; final: its last row."""
+    cfg, run_dir, tokenizer, model, progress = run.cfg, run.run_dir, run.tokenizer, run.model, run.progress
+    attention_figures = write_figures(run, final)
     prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
     samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
     topk = topk_table(model, tokenizer, prompts)
@@ -82,6 +56,38 @@ def write_outputs(run, final):
     ]
     write_report(run_dir / "report.md", f"Training report: {run_dir.name}", summary, cfg.to_dict(),
                  report_figures, topk, samples)
+
+
+def write_figures(run, final):
+    """The run's figures under figures/; returns the (caption, path) of each attention figure."""
+    cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
+    metrics, progress = run.metrics, run.progress
+    figures = run_dir / "figures"
+    plots.loss_curves(metrics, figures / "loss_curves.png")
+    plots.val_perplexity(metrics, figures / "val_perplexity.png")
+    plots.layer_curves(metrics, "layer_grad_norm", figures / "layer_grad_norms.png",
+                       "||grad|| (before clipping)", "Gradient norm per layer")
+    plots.layer_curves(metrics, "layer_update_ratio", figures / "layer_update_ratios.png",
+                       "||lr * update|| / ||w||", "Update-to-weight ratio per layer")
+    counts = np.bincount(run.train_ids, minlength=tokenizer.vocab_size)
+    plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
+                          figures / "token_frequency.png")
+
+    passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
+    labels = tokenizer.token_strings(passage)
+    attention = attention_of(model, passage)
+    attention_figures = []
+    for layer, weights in enumerate(attention):
+        rel = f"figures/attention_layer{layer}.png"
+        plots.attention_heads(weights, labels, run_dir / rel, f"Layer {layer} at step {final['step']}")
+        attention_figures.append((f"attention, layer {layer}", rel))
+    snapshot_model = TinyTransformerLM(model.config).to(cfg.device)
+    evolution = []
+    for step in progress["snapshots"]:
+        load_checkpoint(run_dir / "checkpoints" / f"snapshot_step{step:06d}", snapshot_model)
+        evolution.append((step, attention_of(snapshot_model, passage)))
+    plots.attention_evolution(evolution, labels, figures / "attention_evolution.png")
+    return attention_figures
 
 
 def attention_passage(val_ids, tokenizer, n):

@@ -77,6 +77,7 @@ class TrainConfig:
     max_steps: int = _setting(0, "stop after this many steps (0: no step limit)")
     max_minutes: float = _setting(10.0, "stop after this many minutes of training (0: no time limit)")
     eval_interval: int = _setting(100, "evaluate, log and checkpoint every this many steps")
+    checkpoint_interval: int = _setting(0, "also save the latest checkpoint every this many steps (0: at evaluations)")
     eval_batches: int = _setting(0, "validation batches per evaluation, spread evenly (0: all of them)")
     early_stopping_patience: int = _setting(0, "stop after this many evaluations without a better val loss (0: never)")
 
@@ -147,7 +148,7 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 bad(name, "a positive integer")
         for name in ("warmup_steps", "max_steps", "eval_batches", "early_stopping_patience", "seed",
-                     "plateau_patience"):
+                     "plateau_patience", "checkpoint_interval"):
             if getattr(self, name) < 0:
                 bad(name, ">= 0")
         for name, allowed in CHOICES.items():

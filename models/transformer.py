@@ -4,8 +4,6 @@ Shape letters, used in every comment: B batch, T time (tokens), C = d_model chan
 H heads, V vocabulary. Data flows top to bottom:
     ids (B, T) -> token embedding (+ position) -> n_layers blocks -> final norm
     -> LM head -> logits (B, T, V) -> cross-entropy against the next tokens.
-The defaults (models/config.py) make it GPT-2-like: pre-norm RMSNorm blocks, RoPE, GELU, a tied head;
-the config switches each of those to what the reference reports use.
 """
 from contextlib import contextmanager
 
@@ -14,6 +12,7 @@ import numpy as np
 from tensorlab import backend, no_grad
 from tensorlab import functional as F
 from tensorlab.nn import Dropout, Embedding, Linear, Module, ModuleList, TransformerBlock
+from tensorlab.nn.attention import KVCache
 from tensorlab.nn.positional import sinusoidal_table
 from tensorlab.nn.transformer import make_norm
 from tensorlab.tensor import Tensor
@@ -38,25 +37,29 @@ class TinyTransformerLM(Module):
             self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=dtype)   # (V, C)
         self._sinusoids = {}  # (device, dtype) -> (T_max, C) constant table
 
-    def forward(self, ids, targets=None, return_attention=False):
+    def forward(self, ids, targets=None, return_attention=False, kv_caches=None):
         """logits (B, T, V) and the mean cross-entropy against `targets` (None without targets).
 
         With return_attention=True also returns each layer's attention weights, a list of (B, H, T, T).
+        With kv_caches (one KVCache per layer, under no_grad) `ids` are the positions after those
+        already cached: they attend to the cached keys and values, which then include them too.
         """
         ids = ids.data if isinstance(ids, Tensor) else ids
         B, T = ids.shape
-        if T > self.config.context_len:
-            raise ValueError(f"TinyTransformerLM: got {T} tokens but the context length is "
+        start = 0 if kv_caches is None else kv_caches[0].length      # absolute position of ids[:, 0]
+        if start + T > self.config.context_len:
+            raise ValueError(f"TinyTransformerLM: got {start + T} tokens but the context length is "
                              f"{self.config.context_len}; crop the input to its last {self.config.context_len}")
         x = self.tok_emb(ids)                                           # (B, T, C)
         if self.config.pos_encoding == "learned":
-            x = x + self.pos_emb.weight[:T]                             # rows 0..T-1 (T, C), broadcast over B
+            x = x + self.pos_emb.weight[start:start + T]                # rows start..start+T-1 (T, C), broadcast over B
         elif self.config.pos_encoding == "sinusoidal":
-            x = x + self._sinusoid_table(x)[:T]                         # (T, C) broadcast over B
+            x = x + self._sinusoid_table(x)[start:start + T]            # (T, C) broadcast over B
         x = self.emb_dropout(x)
         attentions = []
-        for block in self.blocks:
-            x, att = block(x, return_attention=True)                    # (B, T, C), (B, H, T, T)
+        for i, block in enumerate(self.blocks):
+            cache = None if kv_caches is None else kv_caches[i]
+            x, att = block(x, return_attention=True, kv_cache=cache)    # (B, T, C), (B, H, T, start + T)
             attentions.append(att)
         x = self.norm(x)                                                # (B, T, C)
         logits = F.linear(x, self.tok_emb.weight) if self.config.tie_weights else self.head(x)  # (B, T, V)
@@ -70,12 +73,16 @@ class TinyTransformerLM(Module):
             self._sinusoids[key] = Tensor(backend.to_device(table, like.device))
         return self._sinusoids[key]
 
-    def generate(self, ids, max_new_tokens, temperature=1.0, top_k=None, rng=None):
+    def generate(self, ids, max_new_tokens, temperature=1.0, top_k=None, rng=None, kv_cache=True):
         """Extend `ids` (B, T0) by sampling `max_new_tokens` tokens, one at a time.
 
-        Each step feeds at most the last context_len tokens (older ones fall out of the
+        Each step looks at most at the last context_len tokens (older ones fall out of the
         window), divides the last position's logits by `temperature` (0 means greedy),
         keeps only the `top_k` most likely tokens if given, and samples from the softmax.
+        With kv_cache (the default) each layer keeps its keys and values, so a step feeds only
+        the newest token. Once the window slides, every position's hidden state changes (the
+        oldest token drops out of what all later ones attended to), so from then on each step
+        recomputes the window and the cache, exactly as without the cache.
         """
         if temperature < 0:
             raise ValueError(f"generate: temperature must be >= 0, got {temperature}")
@@ -83,9 +90,17 @@ class TinyTransformerLM(Module):
             raise ValueError(f"generate: top_k must be in [1, {self.config.vocab_size}], got {top_k}")
         rng = rng if rng is not None else np.random.default_rng()
         ids = np.array(ids, dtype=np.int64, ndmin=2)
+        context_len = self.config.context_len
+        caches = None
         with inference(self):
             for _ in range(max_new_tokens):
-                logits, _ = self(ids[:, -self.config.context_len:])
+                if not kv_cache:
+                    logits, _ = self(ids[:, -context_len:])
+                elif caches is not None and caches[0].length < context_len:  # the window still grows
+                    logits, _ = self(ids[:, -1:], kv_caches=caches)
+                else:                                                   # first step, or the window slid
+                    caches = [KVCache() for _ in self.blocks]
+                    logits, _ = self(ids[:, -context_len:], kv_caches=caches)
                 last = backend.to_device(logits.data[:, -1, :], "cpu").astype(np.float64)  # (B, V)
                 ids = np.concatenate([ids, sample_next(last, temperature, top_k, rng)[:, None]], axis=1)
         return ids

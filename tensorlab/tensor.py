@@ -246,9 +246,9 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     if device is None:
         device = backend.device_of(data)
     xp = backend.module_for(device)
-    if dtype is None and not hasattr(data, "dtype"):
-        probe = np.asarray(data)
-        dtype = np.float32 if probe.dtype.kind == "f" else probe.dtype
+    if not hasattr(data, "dtype"):
+        probe = _numbers(data)  # one-line errors for strings, None and ragged lists
+        dtype = dtype if dtype is not None else np.float32 if probe.dtype.kind == "f" else probe.dtype
     array = xp.array(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
     return Tensor(array, requires_grad=requires_grad)
 
@@ -381,3 +381,16 @@ def _accumulate_into_leaf(tensor, gx):
 
 # Imported last: functional builds on the ops, and the ops build on Function above.
 from tensorlab import functional as F  # noqa: E402
+
+
+def _numbers(data):
+    """np.asarray(data) when it is numbers, else a one-line TypeError or ValueError for tensorlab.tensor."""
+    try:
+        probe = np.asarray(data)
+    except ValueError:
+        raise ValueError("tensorlab.tensor: the nested lists are ragged (rows of different lengths); "
+                         "expected a rectangular array of numbers") from None
+    if probe.dtype.kind not in "biuf":
+        raise TypeError(f"tensorlab.tensor: expected numbers (a number, a list of numbers or an array), "
+                        f"got {type(data).__name__} {str(data)[:40]!r}")
+    return probe

@@ -397,7 +397,7 @@ def test_weight_decay_groups_split_by_dimension():
 
 
 def test_state_dict_survives_a_checkpoint_file(tmp_path):
-    """Through tensorlab.serialization (JSON + npz): keys become strings, betas a list; loading still works."""
+    """Through tensorlab.serialization (safetensors + JSON): keys become strings, betas a list; loading still works."""
     from tensorlab import serialization
     grads = make_grads(np.float32, steps=6)
     straight = make_params(np.float32)
@@ -406,9 +406,10 @@ def test_state_dict_survives_a_checkpoint_file(tmp_path):
     params = make_params(np.float32)
     first = AdamW(adamw_groups(params), lr=1e-2)
     run(first, params, grads[:3])
-    serialization.save({"optimizer": first.state_dict()}, tmp_path / "ckpt")
+    arrays = {}
+    serialization.save(arrays, serialization.split_arrays(first.state_dict(), "", arrays), tmp_path / "ckpt")
     second = AdamW(adamw_groups(params), lr=1e-2)
-    second.load_state_dict(serialization.load(tmp_path / "ckpt")["optimizer"])
+    second.load_state_dict(serialization.join_arrays(*reversed(serialization.load(tmp_path / "ckpt"))))
     run(second, params, grads[3:])
     for p, q in zip(params, straight):
         assert p.data.dtype == np.float32 and np.array_equal(p.data, q.data)

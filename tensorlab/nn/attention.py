@@ -7,10 +7,14 @@ that each attend in their own D-dimensional subspace:
 The module runs that as one fused op (tensorlab/ops/attention.py); with fused=False it
 runs the same steps as separate primitive ops (`composed_attention` below), which is
 slower but lets you watch every step in the graph.
+
+For generation, forward(x, kv_cache=KVCache()) keeps the keys and values of the
+positions seen so far, so the next call feeds only the new positions: their queries
+attend to the cached keys plus their own (inference only: no graph runs through the cache).
 """
 import numpy as np
 
-from tensorlab import backend
+from tensorlab import backend, is_grad_enabled
 from tensorlab import functional as F
 from tensorlab.nn import init
 from tensorlab.nn.layers import Dropout, Linear
@@ -26,6 +30,25 @@ def composed_attention(q, k, v, future, dropout):
     scores = F.masked_fill(scores, future, -np.inf)
     att = F.softmax(scores, axis=-1)                                # (B, H, T, T), rows sum to 1
     return dropout(att) @ v, att                                    # (B, H, T, D)
+
+
+class KVCache:
+    """One layer's keys and values (B, H, T_seen, D) of the positions fed so far."""
+
+    def __init__(self):
+        self.k = self.v = None
+
+    @property
+    def length(self):
+        return 0 if self.k is None else self.k.shape[2]
+
+    def extend(self, k, v):
+        """Append the new positions' k, v (B, H, T_new, D); return all keys and values so far."""
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k, self.v = F.concatenate([self.k, k], axis=2), F.concatenate([self.v, v], axis=2)
+        return self.k, self.v
 
 
 class CausalSelfAttention(Module):
@@ -49,12 +72,22 @@ class CausalSelfAttention(Module):
         self.resid_dropout = Dropout(dropout)
         self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
 
-    def forward(self, x, return_attention=False):
+    def forward(self, x, return_attention=False, kv_cache=None):
         B, T, C = x.shape
         H, D = self.n_heads, C // self.n_heads
         q, k, v = F.chunk(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
         q.name, k.name, v.name = "q", "k", "v"                          # labels in tensorlab.graph
         q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
+        if kv_cache is not None:
+            y, att = self._attend_after_cache(q, k, v, kv_cache, x)
+        else:
+            y, att = self._attend(q, k, v, x)
+        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)                    # heads side by side again
+        y = self.resid_dropout(self.proj(y))                            # (B, T, C)
+        return (y, att) if return_attention else y
+
+    def _attend(self, q, k, v, x):
+        T = q.shape[2]
         if self.rope:
             cos, sin = self._constant("cos", T, x), self._constant("sin", T, x)
             rotate = F.rope if self.fused else apply_rope
@@ -65,9 +98,20 @@ class CausalSelfAttention(Module):
             att = Tensor(op.weights)                                    # (B, H, T, T), for looking at only
         else:
             y, att = composed_attention(q, k, v, self._constant("future", T, x), self.attn_dropout)
-        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)                    # heads side by side again
-        y = self.resid_dropout(self.proj(y))                            # (B, T, C)
-        return (y, att) if return_attention else y
+        return y, att
+
+    def _attend_after_cache(self, q, k, v, kv_cache, x):
+        """New positions start..start+T-1 attend to every cached position and to themselves, causally."""
+        if is_grad_enabled():
+            raise RuntimeError("attention: the key/value cache is for inference; run it under no_grad()")
+        start, T = kv_cache.length, q.shape[2]
+        if self.rope:  # rotate by the absolute positions start..start+T-1
+            cos, sin = (Tensor(self._constant(name, start + T, x).data[start:]) for name in ("cos", "sin"))
+            q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
+        k, v = kv_cache.extend(k, v)                                    # (B, H, start + T, D)
+        # query i sits at position start + i and may see keys 0..start + i
+        future = Tensor(backend.to_device(np.triu(np.ones((T, start + T), dtype=bool), k=start + 1), x.device))
+        return composed_attention(q, k, v, future, self.attn_dropout)
 
     def _constant(self, name, T, like):
         """The causal mask ('future': True above the diagonal) or a RoPE table, cached per length and device.

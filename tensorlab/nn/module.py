@@ -118,7 +118,9 @@ class Module:
         unexpected = [name for name in state if name not in own]
         wrong_shape = [f"{name}: got {tuple(np.shape(state[name]))}, expected {own[name].shape}"
                        for name in own if name in state and tuple(np.shape(state[name])) != own[name].shape]
-        problems = []
+        wrong_kind = [f"{name}: got dtype {np.asarray(state[name]).dtype}, expected real numbers"
+                      for name in own if name in state and np.asarray(state[name]).dtype.kind not in "biuf"]
+        problems = [f"not real numbers: {'; '.join(wrong_kind)}"] if wrong_kind else []
         if missing:
             problems.append("missing: " + ", ".join(missing))
         if unexpected:

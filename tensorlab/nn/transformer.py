@@ -72,13 +72,13 @@ class TransformerBlock(Module):
         self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias if ffn_bias is None else ffn_bias,
                                n_layers, dtype)
 
-    def forward(self, x, return_attention=False):
+    def forward(self, x, return_attention=False, kv_cache=None):
         if self.norm_position == "pre":
-            a, att = self.attn(self.norm1(x), return_attention=True)
+            a, att = self.attn(self.norm1(x), return_attention=True, kv_cache=kv_cache)
             x = x + a                                                   # (B, T, C)
             x = x + self.ffn(self.norm2(x))                             # (B, T, C)
         else:
-            a, att = self.attn(x, return_attention=True)
+            a, att = self.attn(x, return_attention=True, kv_cache=kv_cache)
             x = self.norm1(x + a)                                       # (B, T, C)
             x = self.norm2(x + self.ffn(x))                             # (B, T, C)
         return (x, att) if return_attention else x

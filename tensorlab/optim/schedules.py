@@ -1,7 +1,10 @@
 """Learning-rate schedules: they set `group["lr"]` on an optimizer's parameter groups between steps.
 
 WarmupCosine follows a fixed curve of the step number (the one nanoGPT uses);
-ReduceLROnPlateau reacts to a metric such as the validation loss.
+ReduceLROnPlateau reacts to a metric such as the validation loss. As in
+torch.optim.lr_scheduler, each is bound to an optimizer, `step()` moves it on, and
+`state_dict()` / `load_state_dict()` save and restore everything but the optimizer
+(whose groups hold the lrs themselves), so a resumed run continues the same curve.
 """
 import math
 
@@ -19,19 +22,27 @@ class WarmupCosine:
     max_lr always gets half of lr(t). A group's base lr is its "lr" the first time
     `apply` sees it, kept in the group as "initial_lr" (PyTorch's key for the same).
 
-        schedule = WarmupCosine(max_lr=6e-4, min_lr=6e-5, warmup_steps=100, max_steps=5000)
+    Given an optimizer, the schedule drives it as a torch lr_scheduler does: it sets
+    the lrs of step 0 at once, and each `step()` after `optimizer.step()` sets those of
+    the next step. `step(max_steps=n)` moves the end of the cosine to n: a run bounded
+    by time learns its horizon as it goes (the horizon is part of the state_dict).
+
+        schedule = WarmupCosine(max_lr=6e-4, min_lr=6e-5, warmup_steps=100, max_steps=5000, optimizer=opt)
         for step in range(5000):
-            schedule.apply(optimizer, step)
-            ...  # forward, backward, optimizer.step()
+            ...  # forward, backward, opt.step()
+            schedule.step()
     """
 
-    def __init__(self, max_lr, min_lr, warmup_steps, max_steps):
+    def __init__(self, max_lr, min_lr, warmup_steps, max_steps, optimizer=None):
         if not 0 <= warmup_steps <= max_steps:
             raise ValueError(f"WarmupCosine: need 0 <= warmup_steps <= max_steps, got {warmup_steps} and {max_steps}")
         if max_lr <= 0:
             raise ValueError(f"WarmupCosine: max_lr must be > 0, got {max_lr}")
         self.max_lr, self.min_lr = max_lr, min_lr
         self.warmup_steps, self.max_steps = warmup_steps, max_steps
+        self.optimizer, self.last_step = optimizer, 0
+        if optimizer is not None:
+            self.apply(optimizer, 0)
 
     def lr_at(self, step):
         """The learning rate at `step` (a Python float), for a group whose base lr is max_lr."""
@@ -52,6 +63,21 @@ class WarmupCosine:
             base_lr = group.setdefault("initial_lr", group["lr"])
             group["lr"] = base_lr * (lr / self.max_lr)
         return lr
+
+    def step(self, max_steps=None):
+        """Set the bound optimizer's lrs for the next step; `max_steps`, if given, is a new end of the cosine."""
+        if max_steps is not None:
+            self.max_steps = max(max_steps, self.warmup_steps)
+        self.last_step += 1
+        self.apply(self.optimizer, self.last_step)
+
+    def state_dict(self):
+        """Everything but the optimizer: the curve's settings, its horizon and the step reached."""
+        return {k: v for k, v in vars(self).items() if k != "optimizer"}
+
+    def load_state_dict(self, state):
+        """Restore what state_dict() returned."""
+        vars(self).update({k: state[k] for k in self.state_dict()})
 
 
 class ReduceLROnPlateau:
@@ -105,3 +131,11 @@ class ReduceLROnPlateau:
                     group["lr"] = new_lr
             self.cooldown_counter = self.cooldown
             self.num_bad_steps = 0
+
+    def state_dict(self):
+        """Everything but the optimizer: the settings, the best metric and the counters."""
+        return {k: v for k, v in vars(self).items() if k != "optimizer"}
+
+    def load_state_dict(self, state):
+        """Restore what state_dict() returned."""
+        vars(self).update({k: state[k] for k in self.state_dict()})

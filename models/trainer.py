@@ -1,0 +1,325 @@
+"""The training loop as one object whose state is exactly what a checkpoint holds.
+
+    trainer = Trainer(cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha256)
+    trainer.load_state_dict(read_checkpoint(run_dir / "checkpoints" / "latest"))   # to resume
+    final = trainer.fit()   # None when interrupted
+
+`fit` reads in the order a run happens: evaluate when one is due, stop when a limit is
+reached, else `step()` (batch, forward, backward, clip, AdamW, the lr schedule), save.
+`state_dict()` gathers the model, the optimizer, the lr schedules, both random
+generators and `progress` (counters, the best val loss, the values of the latest step);
+`load_state_dict()` puts them back, so a resumed run continues bitwise as if it had
+never stopped. The learning rate comes from the schedule objects alone: WarmupCosine
+every step (its horizon renewed from the speed so far when --max-minutes bounds the run),
+and after warmup ReduceLROnPlateau at each evaluation when the schedule is "plateau".
+"""
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tensorlab
+from models.checkpoint import save_checkpoint
+from models.data import random_windows
+from models.evaluate import evaluate
+from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
+from models.transformer import TinyTransformerLM
+from tensorlab import random as tl_random
+from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
+from tensorlab.serialization import write_atomically
+
+
+class NonFiniteError(RuntimeError):
+    """The training loss or gradient norm is NaN or infinite: the run stops before the weights are touched."""
+
+
+def horizon(cfg, step, elapsed_s):
+    """The step at which the cosine ends: max_steps, or the steps that fit in max_minutes at the speed so far."""
+    ends = [cfg.max_steps] if cfg.max_steps else []
+    if cfg.max_minutes and step > 0:
+        ends.append(int(step * cfg.max_minutes * 60 / max(elapsed_s, 1e-9)))
+    return max(min(ends, default=10 ** 9), 1)
+
+
+def new_progress(corpus_sha256):
+    """The counters of a run that has not started."""
+    return dict(step=0, elapsed_s=0.0, train_time_s=0.0, best_val_loss=None, best_step=None, evals_since_best=0,
+                last_eval_step=None, snapshots=[], train_losses=[], corpus_sha256=corpus_sha256, stop_reason=None,
+                last={}, interval_tokens=0, interval_time=0.0)
+
+
+class Trainer:
+    """A training run: model, optimizer, lr schedules, random generators and progress; see the module docstring."""
+
+    def __init__(self, cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha256, on_step=None):
+        self.cfg, self.run_dir, self.tokenizer = cfg, Path(run_dir), tokenizer
+        self.train_ids, self.val_ids = train_ids, val_ids
+        self.on_step = on_step or (lambda step: None)  # called after every step; tests interrupt runs with it
+        tensorlab.manual_seed(cfg.seed)
+        self.model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
+        self.optimizer = AdamW(weight_decay_groups(self.model.named_parameters(), cfg.weight_decay), lr=cfg.lr,
+                               betas=(cfg.beta1, cfg.beta2))
+        min_lr = cfg.min_lr if cfg.schedule == "warmup_cosine" else cfg.lr  # else: warmup, then constant
+        self.schedule = WarmupCosine(cfg.lr, min_lr, cfg.warmup_steps, max(horizon(cfg, 0, 0.0), cfg.warmup_steps),
+                                     self.optimizer)
+        self.plateau = (ReduceLROnPlateau(self.optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience,
+                                          min_lr=cfg.min_lr) if cfg.schedule == "plateau" else None)
+        self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
+        self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
+        self.progress, self.metrics = new_progress(corpus_sha256), []
+        self.groups = layer_groups(self.model)
+        self._clock = (time.perf_counter(), 0.0)  # (when fit started, elapsed_s then)
+
+    # ----- state -----------------------------------------------------------------------------------------
+
+    def state_dict(self):
+        """Everything a checkpoint holds: with it, load_state_dict continues this run exactly."""
+        return {"model": self.model.state_dict(), "model_config": self.model.config.to_dict(),
+                "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
+                "plateau": self.plateau.state_dict() if self.plateau else None,
+                "batch_rng": self.batch_rng.bit_generator.state, "tensorlab_rng": self.tensorlab_rng,
+                "config": self.cfg.to_dict(), "progress": dict(self.progress, elapsed_s=self.elapsed())}
+
+    def load_state_dict(self, state):
+        """Continue from `state` (a checkpoint); the metrics rows after its last evaluation are dropped.
+
+        Returns False when the random streams cannot be restored exactly (dropout on a GPU).
+        """
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self._restore_schedules(state)
+        self.batch_rng.bit_generator.state = state["batch_rng"]
+        self.tensorlab_rng = state["tensorlab_rng"]
+        self.progress = checked_progress(dict(new_progress(None), **state["progress"]))
+        last_eval = self.progress["last_eval_step"]
+        self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
+        self._clock = (time.perf_counter(), self.progress["elapsed_s"])
+        return not self.tensorlab_rng.get("gpu_used", False)
+
+    def _restore_schedules(self, state):
+        if "schedule" in state:
+            self.schedule.load_state_dict(state["schedule"])
+            if not self.cfg.max_minutes:  # a resumed run may be given more --max-steps: the cosine ends there
+                self.schedule.max_steps = max(self.cfg.max_steps, self.schedule.warmup_steps)
+            if self.plateau:
+                self.plateau.load_state_dict(state["plateau"])
+            return
+        # a checkpoint of the old .npz format: the cosine's position is the step, the plateau's state is in progress
+        step, old_plateau = state["progress"]["step"], state["progress"].get("plateau") or {}
+        for group in self.optimizer.param_groups:
+            group["initial_lr"] = self.cfg.lr
+        self.schedule.last_step = step
+        if self.plateau is None or step <= self.cfg.warmup_steps:
+            self.schedule.apply(self.optimizer, step)
+        if self.plateau:
+            vars(self.plateau).update({k: v for k, v in old_plateau.items() if k in self.plateau.state_dict()})
+
+    def elapsed(self):
+        """Seconds of this run so far, over every resume."""
+        started, before = self._clock
+        return before + time.perf_counter() - started
+
+    # ----- one step ----------------------------------------------------------------------------------------
+
+    def step(self):
+        """One optimizer step on one random batch; returns the loss (a float: the step's one fetch from the device)."""
+        cfg, step = self.cfg, self.progress["step"]
+        logged = self._logged(step + 1)  # per-layer statistics only for steps that a metrics row shows
+        t0 = time.perf_counter()
+        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.model.context_len, self.batch_rng)  # (B, T) on the host
+        _, loss = self.model(x, y)  # the model checks host ids on the host, then moves them: no GPU sync
+        self.optimizer.zero_grad()
+        loss.backward()
+        layer_norms = grad_norms(self.groups) if logged else None
+        grad_norm = clip_grad_norm_(self.model.parameters(), cfg.grad_clip or math.inf)
+        loss_value, grad_norm = float(loss.item()), float(grad_norm)
+        check_finite(step, cfg, training_loss=loss_value, gradient_norm=grad_norm)
+        before = copy_weights(self.groups) if logged else None
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.step()
+        if self.plateau is None or step + 1 <= cfg.warmup_steps:  # after warmup the plateau schedule takes over
+            self.schedule.step(horizon(cfg, step + 1, self.elapsed()) if cfg.max_minutes else None)
+        dt = time.perf_counter() - t0
+        p = self.progress
+        p.update(step=step + 1, train_time_s=p["train_time_s"] + dt, interval_tokens=p["interval_tokens"] + x.size,
+                 interval_time=p["interval_time"] + dt, last=dict(
+                     lr=lr, grad_norm=grad_norm, layer_grad_norm=layer_norms,
+                     layer_update_ratio=update_ratios(self.groups, before) if logged else None))
+        p["train_losses"].append(loss_value)
+        self.tensorlab_rng = tl_random.get_state()  # after this step's dropout masks
+        return loss_value
+
+    def _logged(self, step):
+        """Whether an evaluation's metrics row will show the step that ends at `step` (a time limit is not foreseen)."""
+        return step % self.cfg.eval_interval == 0 or step == self.cfg.max_steps
+
+    # ----- evaluation and checkpoints ------------------------------------------------------------------------
+
+    def evaluate(self, final=False):
+        """Evaluate the model now, log a metrics row, keep best and latest; the final evaluation uses every token."""
+        step, metrics = self.progress["step"], self.metrics
+        same_step = bool(metrics) and metrics[-1]["step"] == step
+        if final and same_step and metrics[-1]["full_eval"]:
+            return metrics[-1]  # this very model was just evaluated on every token
+        val = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size,
+                       0 if final else self.cfg.eval_batches)
+        check_finite(step, self.cfg, validation_loss=val["loss"])
+        row = self._row(step, val, final)
+        if same_step:  # the final evaluation on every token replaces the one on eval_batches of this step
+            replaced = metrics.pop()
+            row.update({k: replaced[k] for k in ("train_loss", "tokens_per_s")})
+        else:
+            self._keep_best(step, val, final)
+            if self.plateau is not None and step >= self.cfg.warmup_steps:
+                self.plateau.step(val["loss"])
+        metrics.append(row)
+        self.progress.update(train_losses=[], last_eval_step=step, interval_tokens=0, interval_time=0.0)
+        self._snapshot(step, final)
+        write_metrics(self.run_dir, metrics)
+        self.save("latest")
+        return row
+
+    def _row(self, step, val, final):
+        p, last = self.progress, self.progress["last"]
+        return dict(step=step, train_loss=float(np.mean(p["train_losses"])) if p["train_losses"] else None,
+                    val_loss=val["loss"], perplexity=val["perplexity"], bits_per_byte=val["bits_per_byte"],
+                    lr=last.get("lr"), tokens_per_s=p["interval_tokens"] / p["interval_time"] if p["interval_time"]
+                    else None, grad_norm=last.get("grad_norm"), elapsed_s=self.elapsed(),
+                    full_eval=final or self.cfg.eval_batches == 0, layer_grad_norm=last.get("layer_grad_norm"),
+                    layer_update_ratio=last.get("layer_update_ratio"))
+
+    def _keep_best(self, step, val, final):
+        """Save `best` when this evaluation beats every earlier one, and only then record it as the best."""
+        score = val["loss"]  # "best" compares like with like: the loss on the same eval batches as every other
+        if final and self.cfg.eval_batches:
+            score = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size, self.cfg.eval_batches)["loss"]
+        if self.progress["best_val_loss"] is None or score < self.progress["best_val_loss"]:
+            self.save("best", val_loss=score)
+            self.progress.update(best_val_loss=score, best_step=step, evals_since_best=0)
+        else:
+            self.progress["evals_since_best"] += 1
+
+    def _snapshot(self, step, final):
+        snaps = self.progress["snapshots"]  # at 0, 1, 2, 4, 8, ... eval intervals, and the end
+        if not snaps or snaps[-1] != step and (final or step >= 2 * max(snaps[-1], self.cfg.eval_interval // 2)):
+            self.save(f"snapshot_step{step:06d}")
+            snaps.append(step)
+
+    def save(self, name, **extra):
+        """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others."""
+        path = self.run_dir / "checkpoints" / name
+        if name == "latest":
+            save_checkpoint(path, self.state_dict())
+        else:
+            save_checkpoint(path, {"model": self.model.state_dict(), "model_config": self.model.config.to_dict(),
+                                   "step": self.progress["step"], **extra})
+
+    # ----- the loop --------------------------------------------------------------------------------------------
+
+    def stop_reason(self):
+        """Why the run ends now, or None."""
+        cfg, p = self.cfg, self.progress
+        if cfg.max_steps and p["step"] >= cfg.max_steps:
+            return f"reached max_steps={cfg.max_steps}"
+        if cfg.max_minutes and self.elapsed() >= cfg.max_minutes * 60:
+            return f"reached max_minutes={cfg.max_minutes:g}"
+        if cfg.early_stopping_patience and p["evals_since_best"] >= cfg.early_stopping_patience:
+            return f"early stopping: no better val loss in {cfg.early_stopping_patience} evaluations"
+        return None
+
+    def fit(self, stop_requested=lambda: False, report=print):
+        """Train until a stop reason, then evaluate on every token; returns that final metrics row.
+
+        `stop_requested()` (Ctrl-C) is asked after each step. On a KeyboardInterrupt between
+        steps, or a stop request, `latest` is saved and None returned; one inside a step
+        saves nothing (the step is half made) and propagates.
+        """
+        tl_random.set_state(self.tensorlab_rng)
+        self._clock = (time.perf_counter(), self.progress["elapsed_s"])
+        self.progress["stop_reason"], self._in_step = None, False
+        with np.errstate(all="ignore"):  # a NaN or inf is caught by check_finite, not printed as a warning
+            try:
+                self._loop(stop_requested, report)
+            except KeyboardInterrupt:
+                if self._in_step:
+                    raise
+                write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
+                self.save("latest")
+                return None
+            return self.evaluate(final=True)
+
+    def _loop(self, stop_requested, report):
+        p, cfg = self.progress, self.cfg
+        while True:
+            if p["step"] % cfg.eval_interval == 0 and p["last_eval_step"] != p["step"]:
+                report(self.evaluate())
+            p["stop_reason"] = self.stop_reason()
+            if p["stop_reason"]:
+                return
+            self._in_step = True
+            self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
+            self._in_step = False
+            self.on_step(p["step"])
+            if stop_requested():
+                raise KeyboardInterrupt
+            if cfg.checkpoint_interval and p["step"] % cfg.checkpoint_interval == 0:
+                self.save("latest")
+
+
+PROGRESS_TYPES = {"step": int, "elapsed_s": (int, float), "train_time_s": (int, float), "evals_since_best": int,
+                  "snapshots": list, "train_losses": list, "last": dict, "interval_tokens": int,
+                  "interval_time": (int, float), "best_step": (int, type(None)), "last_eval_step": (int, type(None)),
+                  "best_val_loss": (int, float, type(None))}
+
+
+def checked_progress(progress):
+    """`progress` if each counter has its type, else a ValueError naming the ones that do not."""
+    wrong = [f"{key}={progress[key]!r}" for key, kind in PROGRESS_TYPES.items()
+             if not isinstance(progress[key], kind) or isinstance(progress[key], bool)]
+    if wrong:
+        raise ValueError(f"its progress has values of the wrong type: {', '.join(wrong)}")
+    return progress
+
+
+def check_finite(step, cfg, **values):
+    """NonFiniteError naming the step, the value and what to try, when one of `values` is NaN or infinite."""
+    for name, value in values.items():
+        if not math.isfinite(value):
+            clip = "turn on --grad-clip (e.g. 1.0)" if not cfg.grad_clip else f"lower --grad-clip (now {cfg.grad_clip:g})"
+            raise NonFiniteError(f"step {step}: the {name.replace('_', ' ')} is {value}; stopped before it could "
+                                 f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
+                                 f"(now {cfg.lr:g}) or {clip}")
+
+
+class MetricsError(ValueError):
+    """metrics.jsonl is not one JSON object per line."""
+
+
+def read_metrics(run_dir):
+    """The rows of a run's metrics.jsonl ([] when there is none yet); MetricsError naming the file and line."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise MetricsError(f"{path} is not text (UTF-8); delete it to continue without the old rows") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            raise MetricsError(f"{path} line {number} is not JSON; fix or delete that line") from None
+        if not isinstance(rows[-1], dict) or not isinstance(rows[-1].get("step"), int):
+            raise MetricsError(f"{path} line {number} is not a metrics row (a JSON object with a step)")
+    return rows
+
+
+def write_metrics(run_dir, metrics):
+    """Rewrite metrics.jsonl atomically with every row so far."""
+    text = "".join(json.dumps(row) + "\n" for row in metrics)
+    write_atomically(Path(run_dir) / "metrics.jsonl", text.encode("utf-8"))

@@ -1,0 +1,277 @@
+"""Every bad input is one line naming the file or value and what to do, exit status 2, nothing half-written.
+
+Also the non-finite guard: a diverging run stops at once with one line (exit status 3),
+and its checkpoints keep the last finite weights.
+"""
+import json
+import math
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorlab
+import train
+from models.checkpoint import read_checkpoint
+from models.data import perplexity
+from tensorlab import serialization
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = str(ROOT / "configs" / "tiny.json")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, corpus_file):
+    path = tmp_path_factory.mktemp("data") / "small.txt"
+    path.write_bytes(corpus_file.read_bytes()[:60_000])
+    return path
+
+
+def run_main(argv, capsys):
+    status = train.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def tiny_args(corpus, out, *extra):
+    return ["--config", TINY, "--data", corpus, "--out", out, "--max-steps", 12, "--no-report", *extra]
+
+
+@pytest.fixture(scope="module")
+def run_dir(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    assert train.main([str(a) for a in tiny_args(corpus, out)]) == 0
+    return out
+
+
+@pytest.fixture
+def copy(run_dir, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir, out)
+    return out
+
+
+def files(directory):
+    return {p: p.read_bytes() for p in Path(directory).rglob("*") if p.is_file()}
+
+
+def assert_one_line(status, err, *fragments, code=2):
+    """Bad input: stderr is one line. A stopped run (code 3): its progress lines, then one line saying why."""
+    lines = [line for line in err.splitlines() if line.strip() and (code == 2 or line.startswith("train.py:"))]
+    assert status == code and len(lines) == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+# ----- the run directory ---------------------------------------------------------------------------------
+
+def test_out_in_a_directory_that_cannot_be_written(corpus, capsys):
+    target = Path("/sys/tensorlab-run")
+    try:
+        Path(tempfile.mkstemp(dir="/sys")[1]).unlink()
+        pytest.skip("/sys is writable here: no read-only directory to try")
+    except OSError:
+        pass
+    status, _, err = run_main(tiny_args(corpus, target), capsys)
+    assert_one_line(status, err, "--out /sys/tensorlab-run: cannot write in /sys", "choose another --out")
+
+
+def test_out_naming_an_existing_file(corpus, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "notes.txt"), capsys)
+    assert_one_line(status, err, "notes.txt is an existing file")
+    assert "--resume" not in err and (tmp_path / "notes.txt").read_text() == "mine"
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "notes.txt" / "run"), capsys)
+    assert_one_line(status, err, "notes.txt is a file, not a directory")
+
+
+def test_a_run_killed_before_its_first_checkpoint_can_be_resumed_or_reused(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "config.json").write_text(json.loads(json.dumps((ROOT / "configs" / "tiny.json").read_text())))
+    status, _, _ = run_main(tiny_args(corpus, out), capsys)               # --out again
+    assert status == 0 and read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 12
+    out2 = tmp_path / "run2"
+    (out2 / "checkpoints").mkdir(parents=True)
+    shutil.copy(out / "config.json", out2 / "config.json")
+    status, _, _ = run_main(["--resume", out2, "--data", corpus, "--no-report"], capsys)   # or --resume from step 0
+    assert status == 0 and read_checkpoint(out2 / "checkpoints" / "latest")["progress"]["step"] == 12
+
+
+# ----- files that parse but are wrong, or do not parse -----------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"\x93\xff\x00garbage\x01", b'{"format": 1, "tokenizer": {"model": 3}}'])
+def test_a_broken_tokenizer_file(copy, content, capsys):
+    (copy / "tokenizer.json").write_bytes(content)
+    before = files(copy)
+    for argv in (["--resume", copy], ["eval", copy], ["generate", copy]):
+        status, _, err = run_main(argv, capsys)
+        assert_one_line(status, err, f"{copy / 'tokenizer.json'}")
+    assert files(copy) == before
+
+
+@pytest.mark.parametrize("content, fragment", [(b"\x93\xff\x00\x01", "is not text"),
+                                               (b'{"step": 0}\nnot json\n', "line 2 is not JSON")])
+def test_random_bytes_in_metrics_jsonl(copy, content, fragment, capsys):
+    (copy / "metrics.jsonl").write_bytes(content)
+    status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
+    assert_one_line(status, err, f"{copy / 'metrics.jsonl'}", fragment)
+
+
+def test_random_bytes_in_the_config_file(copy, capsys):
+    (copy / "config.json").write_bytes(b"\x00\x93\xffnot json")
+    status, _, err = run_main(["eval", copy], capsys)
+    assert_one_line(status, err, f"{copy / 'config.json'}")
+
+
+def test_a_checkpoint_whose_metadata_lacks_keys(copy, capsys):
+    path = copy / "checkpoints" / "latest.safetensors"
+    tensors, meta = serialization.load(path)
+    del meta["progress"]
+    serialization.save(tensors, meta, path)
+    before = files(copy)
+    status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
+    assert_one_line(status, err, "latest.safetensors does not hold a training state", "progress")
+    assert files(copy) == before
+
+
+def test_a_checkpoint_whose_progress_has_the_wrong_types(copy, capsys):
+    path = copy / "checkpoints" / "latest.safetensors"
+    tensors, meta = serialization.load(path)
+    meta["progress"].update(step="12", train_losses=None)
+    serialization.save(tensors, meta, path)
+    status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
+    assert_one_line(status, err, "latest.safetensors does not hold a training state", "step='12'", "train_losses=None")
+
+
+@pytest.mark.parametrize("name", ["latest", "best"])
+def test_a_pickle_in_place_of_a_checkpoint(copy, name, capsys):
+    (copy / "checkpoints" / f"{name}.safetensors").write_bytes(pickle.dumps({"model": np.zeros(3)}))
+    argv = ["--resume", copy] if name == "latest" else ["eval", copy]
+    status, _, err = run_main(argv, capsys)
+    assert_one_line(status, err, f"{name}.safetensors is truncated, damaged or not a tensorlab checkpoint")
+
+
+def test_non_finite_weights_are_refused_by_eval_generate_and_resume(copy, capsys):
+    for name in ("latest", "best"):
+        path = copy / "checkpoints" / f"{name}.safetensors"
+        tensors, meta = serialization.load(path)
+        tensors["norm.weight"] = tensors["norm.weight"].copy()
+        tensors["norm.weight"][1] = np.inf
+        serialization.save(tensors, meta, path)
+    for argv in (["eval", copy], ["generate", copy], ["--resume", copy, "--max-steps", 20]):
+        status, _, err = run_main(argv, capsys)
+        assert_one_line(status, err, "safetensors cannot be used: parameter norm.weight holds non-finite values")
+
+
+def test_eval_on_another_corpus_needs_force(run_dir, tmp_path, capsys):
+    other = tmp_path / "other.txt"
+    other.write_text("Another text entirely, of some length.\n" * 800)
+    status, _, err = run_main(["eval", run_dir, "--data", other], capsys)
+    assert_one_line(status, err, f"--data {other} is not the corpus", "--force")
+    status, out, _ = run_main(["eval", run_dir, "--data", other, "--force"], capsys)
+    assert status == 0 and "val loss" in out
+
+
+# ----- generate, the engine ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--temperature", "nan"], "--temperature must be a finite number >= 0"),
+    (["--temperature", "inf"], "--temperature must be a finite number >= 0"),
+    (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+    (["--top-k", "0"], "--top-k must be in [1, 300]"),
+    (["--top-k", "100000"], "--top-k must be in [1, 300]"),
+])
+def test_generate_with_a_bad_sampling_setting(run_dir, flags, fragment, capsys):
+    status, _, err = run_main(["generate", run_dir, *flags], capsys)
+    assert_one_line(status, err, fragment)
+
+
+def test_a_gpu_run_is_evaluated_and_sampled_on_the_cpu(copy, capsys):
+    if train.backend.gpu_available():
+        pytest.skip("this machine has a GPU: the CPU-only case cannot be shown here")
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps(dict(config, device="cuda")))  # as a GPU run saves it
+    status, _, err = run_main(["eval", copy], capsys)
+    assert_one_line(status, err, "device cuda", "--device cpu")
+    status, out, _ = run_main(["eval", copy, "--device", "cpu"], capsys)
+    assert status == 0 and "val loss" in out
+    status, out, _ = run_main(["generate", copy, "--device", "cpu", "--max-new-tokens", 5], capsys)
+    assert status == 0 and out.strip()
+
+
+def test_eval_and_generate_take_a_device(run_dir, capsys):
+    status, out, _ = run_main(["eval", run_dir, "--device", "cpu"], capsys)
+    assert status == 0 and "val loss" in out
+    status, _, err = run_main(["generate", run_dir, "--device", "tpu"], capsys)
+    assert_one_line(status, err, "--device", "cpu", "cuda")
+
+
+@pytest.mark.parametrize("data, error, fragment", [
+    ("abc", TypeError, "tensorlab.tensor: expected numbers (a number, a list of numbers or an array), got str"),
+    (None, TypeError, "got NoneType"),
+    ([[1, 2], [3]], ValueError, "the nested lists are ragged"),
+])
+def test_tensor_of_something_that_is_not_numbers(data, error, fragment):
+    with pytest.raises(error) as info:
+        tensorlab.tensor(data)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value, fragment", [
+    (np.array(["a", "b"]), "dtype <U1"),
+    (np.zeros(2, dtype=np.complex64), "dtype complex64"),
+])
+def test_load_state_dict_of_strings_or_complex_numbers(value, fragment):
+    layer = tensorlab.nn.Linear(2, 1, bias=False)
+    before = layer.weight.data.copy()
+    with pytest.raises(ValueError) as info:
+        layer.load_state_dict({"weight": value.reshape(1, 2)})
+    message = str(info.value)
+    assert "not real numbers: weight: got " + fragment in message and "\n" not in message
+    assert np.array_equal(layer.weight.data, before)
+
+
+def test_a_sequence_length_that_cannot_fit_in_memory(corpus, tmp_path, capsys):
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--seq-len", 1_000_000), capsys)
+    assert_one_line(status, err, "--seq-len 1000000 needs about", "GiB for attention alone", "fits")
+    assert not (tmp_path / "run").exists()
+
+
+def test_running_out_of_memory_is_one_line(corpus, tmp_path, capsys):
+    def no_memory(step):
+        raise MemoryError
+
+    status = train.main([str(a) for a in tiny_args(corpus, tmp_path / "run")], on_step=no_memory)
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("train.py")]  # after the run's progress lines
+    assert status == 2 and len(errors) == 1 and "Traceback" not in err
+    assert "out of memory" in errors[0] and "--batch-size" in errors[0] and "--seq-len" in errors[0]
+
+
+# ----- non-finite training ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, what", [
+    (["--lr", "1e30", "--grad-clip", "0"], "is nan"),
+    (["--lr", "100"], "is nan"),
+])
+def test_a_diverging_run_stops_at_once_and_keeps_finite_checkpoints(corpus, tmp_path, flags, what, capsys):
+    out = tmp_path / "run"
+    status, _, err = run_main(tiny_args(corpus, out, "--max-steps", 40, "--eval-interval", 2, *flags), capsys)
+    assert_one_line(status, err, what, "try a lower --lr", code=3)
+    assert not (out / "report.md").exists() and not (out / "samples.txt").exists()
+    for name in ("latest", "best"):
+        state = read_checkpoint(out / "checkpoints" / name)
+        assert all(np.isfinite(a).all() for a in state["model"].values())
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all(math.isfinite(r["val_loss"]) for r in rows)
+    status, _, err = run_main(["--resume", out, "--no-report"], capsys)   # resume meets the same line, no traceback
+    assert_one_line(status, err, what, code=3)
+
+
+def test_perplexity_of_a_huge_loss_is_inf():
+    assert perplexity(1000.0) == math.inf and perplexity(2.0) == pytest.approx(math.exp(2.0), rel=1e-15)
