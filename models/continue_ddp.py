@@ -18,7 +18,6 @@ the same on every rank; load one with TorchTinyLM(config).load_state_dict).
 """
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
