@@ -10,6 +10,7 @@ import numpy as np
 from models import plots
 from models.checkpoint import load_checkpoint
 from models.evaluate import device_of
+from models.prompts import run_prompts
 from models.transformer import TinyTransformerLM, inference
 from tensorlab import backend, tensor
 from tensorlab import functional as F
@@ -25,10 +26,11 @@ def write_outputs(run, final):
     """Write every figure, samples.txt, topk.md and report.md of a finished models.trainer.Trainer; final: its last row."""
     cfg, run_dir, tokenizer, model, progress = run.cfg, run.run_dir, run.tokenizer, run.model, run.progress
     attention_figures = write_figures(run, final)
-    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed)
-    topk = topk_table(model, tokenizer)
+    prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
+    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
+    topk = topk_table(model, tokenizer, prompts)
     write_atomically(run_dir / "topk.md", topk.encode("utf-8"))
-    train_tokens = progress["step"] * cfg.batch_size * cfg.seq_len
+    train_tokens = progress["step"] * cfg.batch_size * cfg.model.context_len
     summary = [
         ("parameters", f"{model.num_parameters():,}"),
         ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
@@ -42,8 +44,8 @@ def write_outputs(run, final):
         ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens" + (
             " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
             "with bytelevel runs)" if cfg.pretokenizer == "whitespace" else "")),
-        ("device", f"{cfg.device}, {cfg.dtype}"),
-    ]
+        ("device", f"{cfg.device}, {cfg.model.dtype}"),
+    ] + ([("random-window split", final["split_note"])] if "split_note" in final else [])
     report_figures = [
         ("Loss and perplexity", [("loss curves", "figures/loss_curves.png"),
                                  ("validation perplexity", "figures/val_perplexity.png")]),
@@ -72,7 +74,7 @@ def write_figures(run, final):
     plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
                           figures / "token_frequency.png")
 
-    passage = attention_passage(run.val_ids, tokenizer, min(PASSAGE_TOKENS, cfg.seq_len))
+    passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
     labels = tokenizer.token_strings(passage)
     attention = attention_of(model, passage)
     attention_figures = []
@@ -103,14 +105,14 @@ def attention_of(model, ids):
     return np.stack([backend.to_device(a.data[0], "cpu") for a in attentions])
 
 
-def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0):
+def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0, prompts=SAMPLE_PROMPTS):
     """Sample from every prompt of SAMPLE_PROMPTS at every (temperature, top_k) of SAMPLE_SETTINGS.
 
     Writes them all to `path` and returns them as a list of texts, one per sample.
     """
     rng = np.random.default_rng(seed)
     parts = []
-    for prompt in SAMPLE_PROMPTS:
+    for prompt in prompts:
         for temperature, top_k in SAMPLE_SETTINGS:
             ids = model.generate(tokenizer.encode(prompt)[None, :], max_new_tokens, temperature, top_k, rng)
             parts.append(f"=== prompt {prompt!r}, temperature {temperature}, top_k {top_k} ===\n"

@@ -16,7 +16,7 @@ import torch
 
 import tensorlab
 from tensorlab import nn
-from tests import torch_twin
+from models import torch_model as torch_twin
 
 # float64: measured worst relative error over the whole table 5.5e-16 (forward) and 1.3e-15 (gradients,
 # attention); 1e-13 sits within 100x of that, far below what a planted bug gives.
@@ -24,11 +24,12 @@ TOLERANCE = 1e-13
 
 
 def twin_config(**overrides):
-    """The attributes tests/torch_twin.py's modules read from a ModelConfig."""
+    """The attributes models/torch_model.py's modules read from a ModelConfig (`bias`: all three biases)."""
     values = dict(d_model=16, n_heads=4, d_ff=24, bias=True, dropout=0.0, pos_encoding="learned",
-                  activation="gelu", norm_eps=1e-5)
+                  activation="gelu", norm_eps=1e-5, norm="rmsnorm", norm_position="pre")
     values.update(overrides)
-    return SimpleNamespace(**values)
+    bias = values.pop("bias")
+    return SimpleNamespace(**values, qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
 
 
 class TorchSwiGLU(torch.nn.Module):

@@ -148,7 +148,7 @@ def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(run_
 
 
 def tinyconfig_dropout():
-    return json.loads(Path(TINY).read_text())["dropout"]
+    return json.loads(Path(TINY).read_text())["model"]["dropout"]
 
 
 def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, capsys, monkeypatch):

@@ -52,18 +52,22 @@ class KVCache:
 
 
 class CausalSelfAttention(Module):
-    """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection."""
+    """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection.
+
+    `bias` switches the biases of the q/k/v projection; `proj_bias` those of the output projection
+    (None: the same as `bias`).
+    """
 
     MAX_CACHED = 8  # masks and RoPE tables kept; one forward needs at most 3
 
     def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32,
-                 fused=True):
+                 fused=True, proj_bias=None):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
         self.n_heads, self.rope, self.fused = n_heads, rope, fused
         self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
-        self.proj = Linear(d_model, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
+        self.proj = Linear(d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype)
         self.attn_dropout = Dropout(dropout)
         self.resid_dropout = Dropout(dropout)
         self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
