@@ -82,7 +82,8 @@ class CausalAttention(Function):
 
     def backward(self, gy):
         # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
-        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,  gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
+        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,
+        #       gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
         xp = backend.array_module(gy)
         B, H, T, _ = gy.shape
         gq, gk, gv = xp.empty_like(gy), xp.empty_like(gy), xp.empty_like(gy)

@@ -195,7 +195,8 @@ class Gelu(Function):
             x = self.x
             du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
             return gy * (0.5 * (1 + self.t) + 0.5 * x * (1 - self.t * self.t) * du)
-        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi); the slope came from forward
+        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+        # (the slope came from forward)
         return gy * self.slope
 
 
