@@ -6,8 +6,10 @@
     python train.py eval runs/tiny                     a full validation pass of the best checkpoint
     python train.py generate runs/tiny --prompt "ROMEO:" --max-new-tokens 200 --temperature 0.8 --top-k 40
     python train.py sweep configs/seed_d128.json configs/seed_d256.json --out runs/sweep
+    python train.py export runs/tiny                   model.safetensors + config.json for PyTorch (models/torch_model.py)
 
-Every field of models/train_config.py is a flag (d_model -> --d-model); flags override --config.
+Every setting of models/train_config.py and models/config.py is a flag (d_model -> --d-model); flags
+override --config. configs/seed_000.json ... seed_004.json reproduce the reference reports (docs/seeds.md).
 --max-steps and --max-minutes both bound a run, whichever comes first (0 turns one off; the
 default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step; a
 killed run continues with --resume (or, killed before its first checkpoint, with --out again),
@@ -43,8 +45,10 @@ import tensorlab.memory
 from models import checkpoint
 from models.checkpoint import load_checkpoint, read_checkpoint
 from models.corpus import CorpusError, load_corpus, sha256_hex
-from models.data import split_tokens
+from models.data import random_window_split, split_tokens
 from models.evaluate import evaluate
+from models.export import cmd_export
+from models.preprocess import preprocess
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.trainer import MetricsError, NonFiniteError, Trainer
@@ -64,17 +68,21 @@ class UsageError(Exception):
 def load_data(cfg, tokenizer=None):
     """The corpus as (tokenizer, train ids, val ids, corpus sha256); trains the tokenizer unless one is given."""
     try:
-        text = load_corpus(cfg.data)
+        text = preprocess(load_corpus(cfg.data), cfg.preprocess)
         if tokenizer is None:
-            tokenizer = BPETokenizer.train(text, cfg.vocab_size, cfg.pretokenizer)
+            tokenizer = BPETokenizer.train(text, cfg.model.vocab_size, cfg.pretokenizer)
         train_ids, val_ids = split_tokens(tokenizer.encode(text), cfg.val_fraction)
     except (CorpusError, ValueError) as err:
         raise UsageError(str(err)) from None
+    seq_len = cfg.model.context_len
     for split, ids in (("training", train_ids), ("validation", val_ids)):
-        if len(ids) < cfg.seq_len + 1:
-            raise UsageError(f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={cfg.seq_len} "
-                             f"needs at least {cfg.seq_len + 1}; use more text, a smaller --seq-len or another "
+        if len(ids) < seq_len + 1:
+            raise UsageError(f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={seq_len} "
+                             f"needs at least {seq_len + 1}; use more text, a smaller --seq-len or another "
                              f"--val-fraction")
+    if cfg.split == "random_windows":  # validate on leaky windows, as report 000 did; see models/data.py
+        train_ids, val_ids, _ = random_window_split(np.concatenate([train_ids, val_ids]), seq_len,
+                                                    cfg.val_fraction, cfg.seed)
     return tokenizer, train_ids, val_ids, sha256_hex(text.encode("utf-8"))
 
 
@@ -94,11 +102,12 @@ def checked_config(cfg):
         raise UsageError(str(err)) from None
     if cfg.device == "cuda" and not backend.gpu_available():
         raise UsageError("device cuda was asked for, but CuPy is not installed or sees no GPU; use --device cpu")
-    attention_bytes = 6 * cfg.n_layers * cfg.batch_size * cfg.n_heads * cfg.seq_len ** 2 * 4  # scores, probs, grads
+    m = cfg.model
+    attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len ** 2 * 4  # scores, probs, grads
     available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else math.inf
     if cfg.device == "cpu" and attention_bytes > available / 2:
-        fits = int(math.sqrt(available / 2 / (6 * cfg.n_layers * cfg.batch_size * cfg.n_heads * 4)))
-        raise UsageError(f"--seq-len {cfg.seq_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
+        fits = int(math.sqrt(available / 2 / (6 * m.n_layers * cfg.batch_size * m.n_heads * 4)))
+        raise UsageError(f"--seq-len {m.context_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
                          f"(this machine has {available / 2**30:.0f} GiB); at --batch-size {cfg.batch_size} a "
                          f"--seq-len up to about {fits} fits")
     return cfg
@@ -157,7 +166,9 @@ def resumed_tokenizer(cfg, run_dir):
         raise UsageError(f"cannot resume {run_dir}: it has no config.json")
     saved = TrainConfig.from_json(run_dir / "config.json")
     changed = [f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
-               for k in ("vocab_size", "pretokenizer", "val_fraction") if getattr(saved, k) != getattr(cfg, k)]
+               for k in ("pretokenizer", "val_fraction", "preprocess", "split") if getattr(saved, k) != getattr(cfg, k)]
+    if saved.model.vocab_size != cfg.model.vocab_size:
+        changed.append(f"vocab_size ({saved.model.vocab_size} -> {cfg.model.vocab_size})")
     if changed:
         raise UsageError(f"cannot resume {run_dir} with another tokenizer or split: {', '.join(changed)}")
     path = run_dir / "tokenizer.json"
@@ -196,7 +207,7 @@ def train(trainer, report=True):
     if not (run_dir / "tokenizer.json").exists():
         trainer.tokenizer.save(run_dir / "tokenizer.json")
     print(f"training {trainer.model.num_parameters():,} parameters on {len(trainer.train_ids):,} tokens "
-          f"(validation {len(trainer.val_ids):,}); writing to {run_dir}", file=sys.stderr)
+          f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}", file=sys.stderr)
     bar = tqdm(total=cfg.max_steps or None, initial=trainer.progress["step"], desc=run_dir.name, unit="step",
                dynamic_ncols=True, mininterval=0.5)
     user_on_step = trainer.on_step
@@ -220,6 +231,8 @@ def train(trainer, report=True):
         print(f"interrupted at step {trainer.progress['step']}: saved {run_dir / 'checkpoints' / 'latest'}; "
               f"continue with python train.py --resume {run_dir}", file=sys.stderr)
         return None
+    if trainer.cfg.split == "random_windows":
+        final = {**final, **compare_with_ordered_split(trainer, final)}
     if report:
         from models.report import write_outputs  # matplotlib loads only when a run finishes
         write_outputs(trainer, final)
@@ -272,6 +285,20 @@ def train_parser():
     return parser
 
 
+def compare_with_ordered_split(run, final):
+    """The random-window split's number beside the ordered held-out tail's, which training never saw."""
+    text = preprocess(load_corpus(run.cfg.data), run.cfg.preprocess)
+    _, _, ordered = random_window_split(run.tokenizer.encode(text), run.cfg.model.context_len,
+                                        run.cfg.val_fraction, run.cfg.seed)
+    honest = evaluate(run.model, ordered, run.tokenizer, run.cfg.batch_size)
+    note = (f"random-window split: validation perplexity {final['perplexity']:.2f} is optimistic; the ordered "
+            f"held-out tail gives {honest['perplexity']:.2f} ({honest['perplexity'] / final['perplexity']:.2f}x "
+            f"higher), because overlapping windows put validation text into training")
+    print(note, file=sys.stderr)
+    return {"ordered_val_loss": honest["loss"], "ordered_perplexity": honest["perplexity"],
+            "ordered_bits_per_byte": honest["bits_per_byte"], "split_note": note}
+
+
 def resolve_config(args):
     """The run's TrainConfig: the default, a --config file or a resumed run's config.json, then the flags."""
     if args.resume and args.config:
@@ -283,9 +310,10 @@ def resolve_config(args):
             base = TrainConfig.from_json(Path(args.resume) / "config.json")
         else:
             base = TrainConfig.from_json(args.config) if args.config else TrainConfig()
+        cfg = base.replace(**flag_values(args))  # a model flag is checked here, with its ModelConfig
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    return checked_config(base.replace(**flag_values(args)))
+    return checked_config(cfg)
 
 
 def default_out(config_path):
@@ -448,13 +476,13 @@ def sweep_row(name, trainer, final):
     progress, cfg = trainer.progress, trainer.cfg
     return {"config": name, "parameters": trainer.model.num_parameters(), "steps": progress["step"],
             "minutes": progress["elapsed_s"] / 60,
-            "tokens/s": progress["step"] * cfg.batch_size * cfg.seq_len / max(progress["train_time_s"], 1e-9),
+            "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
             "best val loss": progress["best_val_loss"], "final val loss": final["val_loss"],
             "perplexity": final["perplexity"], "bits per byte": final["bits_per_byte"],
             "tokenizer": f"{cfg.pretokenizer} {trainer.tokenizer.vocab_size}"}
 
 
-COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep}
+COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep, "export": cmd_export}
 
 
 def main(argv=None, on_step=None):

@@ -48,15 +48,15 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
         elapsed = time.perf_counter() - start
         cfg_minutes = cfg.replace(max_minutes=minutes, max_steps=0)
         lr = train.get_lr(cfg_minutes, step, train.get_horizon(cfg_minutes, step, elapsed))
-        x, y = random_windows(train_ids, cfg.batch_size, cfg.seq_len, rng)
+        x, y = random_windows(train_ids, cfg.batch_size, cfg.model.context_len, rng)
         loss = model_step(x, y, lr)
         step += 1
     seconds = time.perf_counter() - start
     total_nll, n = 0.0, 0
-    for x, y in eval_windows(val_ids, cfg.seq_len, cfg.batch_size):
+    for x, y in eval_windows(val_ids, cfg.model.context_len, cfg.batch_size):
         total_nll += score(x, y) * y.size
         n += y.size
-    return dict(steps=step, seconds=seconds, tokens_per_s=step * cfg.batch_size * cfg.seq_len / seconds,
+    return dict(steps=step, seconds=seconds, tokens_per_s=step * cfg.batch_size * cfg.model.context_len / seconds,
                 last_train_loss=loss, val_loss=total_nll / n, val_perplexity=math.exp(total_nll / n),
                 val_tokens=n)
 
@@ -64,7 +64,7 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
 def _tensorlab(cfg, weights, threads):
     from models.transformer import TinyTransformerLM, inference
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
-    model = TinyTransformerLM(cfg.model_config(cfg.vocab_size))
+    model = TinyTransformerLM(cfg.model)
     model.load_state_dict(weights)
     optimizer = AdamW(weight_decay_groups(model.named_parameters(), cfg.weight_decay), lr=cfg.lr,
                       betas=(cfg.beta1, cfg.beta2))
@@ -88,10 +88,10 @@ def _tensorlab(cfg, weights, threads):
 
 def _torch(cfg, weights, threads):
     import torch
-    from tests.torch_twin import TorchTinyLM
+    from models.torch_model import TorchTinyLM
     torch.set_num_threads(threads)
     torch.manual_seed(cfg.seed)
-    model = TorchTinyLM(cfg.model_config(cfg.vocab_size))
+    model = TorchTinyLM(cfg.model)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -146,7 +146,7 @@ def main(argv=None):
     data_path = Path(args.tmp) / f"quality_{Path(args.config).stem}_{os.getpid()}.npz"
     cfg = cfg.replace(vocab_size=prepare(cfg, data_path))
     print(f"{args.config}: {args.minutes:g} minutes of training each, {args.threads} threads, "
-          f"batch {cfg.batch_size} x {cfg.seq_len}, lr {cfg.lr} -> {cfg.min_lr}, dropout {cfg.dropout}", flush=True)
+          f"batch {cfg.batch_size} x {cfg.model.context_len}, lr {cfg.lr} -> {cfg.min_lr}, dropout {cfg.model.dropout}", flush=True)
     results = {}
     context = mp.get_context("spawn")
     for framework in ("tensorlab", "pytorch"):

@@ -1,7 +1,7 @@
 """Training-step speed and memory of tensorlab against PyTorch eager, measured the way training runs.
 
 For each model config, two worker processes build the same model (tensorlab, and the
-PyTorch twin from tests/torch_twin.py with weights copied through state_dict), each
+PyTorch twin from models/torch_model.py with weights copied through state_dict), each
 importing only its own framework and using the same number of threads. After a few
 warm-up steps each, the parent asks them in turn for blocks of consecutive steps
 (forward, backward, gradient clipping, AdamW; no pause inside a block), alternating
@@ -43,12 +43,10 @@ def bench_configs(include_default):
     configs = {name: ({**COMMON, **dims, "context_len": 64}, 64, 64) for name, dims in SEED_CONFIGS.items()}
     default_file = ROOT / "configs" / "default.json"
     if include_default and default_file.exists():
-        train = json.loads(default_file.read_text())
-        model = {k: train[k] for k in ("d_model", "n_layers", "n_heads", "d_ff", "pos_encoding", "activation")
-                 if k in train}
-        model.update(vocab_size=train.get("vocab_size", 500), context_len=train["seq_len"],
-                     tie_weights=train.get("tie_weights", True), dropout=0.0)
-        configs["default"] = (model, train["batch_size"], train["seq_len"])
+        from models.train_config import TrainConfig
+        train = TrainConfig.from_json(default_file)
+        model = {**train.model.to_dict(), "dropout": 0.0}
+        configs["default"] = (model, train.batch_size, train.model.context_len)
     return configs
 
 
@@ -138,7 +136,7 @@ def _torch_step(model_config, weights_path, device, threads):
     import numpy as np
     import torch
     from models.config import ModelConfig
-    from tests.torch_twin import TorchTinyLM
+    from models.torch_model import TorchTinyLM
     torch.set_num_threads(threads)
     config = ModelConfig(**model_config)
     model = TorchTinyLM(config)

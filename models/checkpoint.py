@@ -2,7 +2,7 @@
 
 The arrays of the model sit under exactly the model's state_dict names, so
 `safetensors.torch.load_file("run/checkpoints/best.safetensors")` loads straight into
-the PyTorch twin (tests/torch_twin.py). A full checkpoint (`latest`) adds the optimizer's
+the PyTorch twin (models/torch_model.py). A full checkpoint (`latest`) adds the optimizer's
 moments under "optimizer/state/<index>/<name>" and, as JSON metadata, what
 models.trainer.Trainer.state_dict() holds besides arrays: the model and train configs,
 the optimizer's scalars and groups, the lr schedules, both random generators, progress.

@@ -1,7 +1,9 @@
 """Find, download and read the Tiny Shakespeare corpus.
 
 Where the corpus comes from, in order:
-  1. an explicit ``path`` argument (any UTF-8 text file; no checksum),
+  1. an explicit ``path`` argument: any UTF-8 text file, or a directory whose text files (found
+     recursively, in sorted order) are the documents of one corpus, kept apart by END_OF_TEXT
+     (no checksum),
   2. the environment variable ``TENSORLAB_CORPUS`` (same rules),
   3. the cached copy ``$TENSORLAB_CACHE/tinyshakespeare.txt``
      (``TENSORLAB_CACHE`` defaults to ``~/.cache/tensorlab``),
@@ -14,6 +16,7 @@ import os
 import urllib.request
 from pathlib import Path
 
+from models.tokenizer import END_OF_TEXT
 from tensorlab.serialization import write_atomically
 
 CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -63,8 +66,21 @@ def corpus_path(path=None) -> Path:
 
 
 def load_corpus(path=None) -> str:
-    """The corpus text, resolved as in ``corpus_path``; must be non-empty UTF-8."""
+    """The corpus text, resolved as in ``corpus_path``; must be non-empty UTF-8.
+
+    A directory gives its files' texts joined by END_OF_TEXT, each file one document.
+    """
     where = corpus_path(path)
+    if where.is_dir():
+        files = sorted(p for p in where.rglob("*") if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise CorpusError(f"corpus directory {where} holds no files; expected UTF-8 text files.")
+        return END_OF_TEXT.join(_read_text(f) for f in files)
+    return _read_text(where)
+
+
+def _read_text(where: Path) -> str:
+    """One file's text: non-empty UTF-8, else a one-line CorpusError naming the file and the first bad byte."""
     data = where.read_bytes()
     if not data:
         raise CorpusError(f"corpus file {where} is empty; expected UTF-8 text.")
@@ -78,11 +94,11 @@ def load_corpus(path=None) -> str:
 
 
 def _existing_file(path: Path, source: str) -> Path:
-    """``path`` if it is a file, else a CorpusError saying where the path came from."""
+    """``path`` if it is a file or a directory, else a CorpusError saying where the path came from."""
     path = path.expanduser()
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "does not exist"
-        raise CorpusError(f"corpus file {path} ({source}) {what}; expected a UTF-8 text file.")
+    if not (path.is_file() or path.is_dir()):
+        raise CorpusError(f"corpus file {path} ({source}) does not exist; expected a UTF-8 text file "
+                          f"or a directory of them.")
     return path
 
 

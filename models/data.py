@@ -24,6 +24,24 @@ def split_tokens(ids, val_fraction: float = 0.1) -> tuple[np.ndarray, np.ndarray
     return ids[:n_train], ids[n_train:]
 
 
+def random_window_split(ids, seq_len: int, val_fraction: float, seed: int = 0):
+    """The random split of overlapping windows, kept to show why it misleads: (train ids, leaky val, ordered val).
+
+    As report 000 did it: every window ids[i : i + T + 1] (stride 1) is an example, and a random
+    val_fraction of the examples validates. Neighbouring windows share T of their T + 1 tokens,
+    so nearly every validation token was also trained on, and the validation loss comes out
+    optimistic. To say by how much, the last val_fraction of the tokens is held out first
+    (`ordered val`, as split_tokens makes it); the leaky windows, shape (n, T + 1) with n as many
+    as the ordered part has windows, are drawn from the training part, on which training runs.
+    """
+    train, ordered_val = split_tokens(ids, val_fraction)
+    _check_positive(seq_len=seq_len)
+    _check_fits(train, seq_len, "training ids")
+    n = max(1, len(ordered_val) // seq_len)
+    starts = np.random.default_rng([seed, 2]).integers(0, len(train) - seq_len, size=n)
+    return train, train[starts[:, None] + np.arange(seq_len + 1)], ordered_val
+
+
 def random_windows(ids, batch_size: int, seq_len: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A batch of B windows of T+1 tokens drawn uniformly from ids: x = w[:, :-1], y = w[:, 1:]."""
     ids = _as_ids(ids)
@@ -44,7 +62,16 @@ def eval_windows(ids, seq_len: int, batch_size: int = 1):
     Full windows come as int64 arrays of shape (b, T) with b <= batch_size; the
     tokens left over at the end come last as one shorter (1, t) window, t < T.
     Each window starts with no earlier context, as in nanoGPT's evaluation.
+    A 2-D ids array (n, T + 1) is taken as n windows already cut (random_window_split's).
     """
+    if np.ndim(ids) == 2:
+        windows = np.asarray(ids, dtype=np.int64)
+        if windows.shape[1] != seq_len + 1:
+            raise ValueError(f"validation windows have {windows.shape[1]} tokens each; seq_len={seq_len} "
+                             f"needs seq_len + 1 = {seq_len + 1}.")
+        for first in range(0, len(windows), batch_size):
+            yield windows[first:first + batch_size, :-1], windows[first:first + batch_size, 1:]
+        return
     ids = _as_ids(ids)
     _check_positive(batch_size=batch_size, seq_len=seq_len)
     _check_fits(ids, seq_len, "validation ids")

@@ -8,7 +8,7 @@ For each layer group (the embedding, each block, the final norm, an untied head)
 A rule of thumb (Karpathy, "Building makemore" part 3) puts a healthy update ratio near
 1e-3: much smaller and the layer barely moves, much larger and it thrashes.
 """
-import math
+from tensorlab.optim import global_norm
 
 
 def layer_groups(model):
@@ -22,7 +22,7 @@ def layer_groups(model):
 
 
 def _norm(arrays):
-    return math.sqrt(sum(float((a * a).sum()) for a in arrays))
+    return float(global_norm(arrays)) if arrays else 0.0
 
 
 def grad_norms(groups):

@@ -10,8 +10,10 @@ import numpy as np
 from models import plots
 from models.checkpoint import load_checkpoint
 from models.evaluate import device_of
+from models.prompts import run_prompts
 from models.transformer import TinyTransformerLM, inference
-from tensorlab import backend
+from tensorlab import backend, tensor
+from tensorlab import functional as F
 from tensorlab.serialization import write_atomically
 
 PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
@@ -24,10 +26,11 @@ def write_outputs(run, final):
     """Write every figure, samples.txt, topk.md and report.md of a finished models.trainer.Trainer; final: its last row."""
     cfg, run_dir, tokenizer, model, progress = run.cfg, run.run_dir, run.tokenizer, run.model, run.progress
     attention_figures = write_figures(run, final)
-    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed)
-    topk = topk_table(model, tokenizer)
+    prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
+    samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
+    topk = topk_table(model, tokenizer, prompts)
     write_atomically(run_dir / "topk.md", topk.encode("utf-8"))
-    train_tokens = progress["step"] * cfg.batch_size * cfg.seq_len
+    train_tokens = progress["step"] * cfg.batch_size * cfg.model.context_len
     summary = [
         ("parameters", f"{model.num_parameters():,}"),
         ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
@@ -41,8 +44,8 @@ def write_outputs(run, final):
         ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens" + (
             " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
             "with bytelevel runs)" if cfg.pretokenizer == "whitespace" else "")),
-        ("device", f"{cfg.device}, {cfg.dtype}"),
-    ]
+        ("device", f"{cfg.device}, {cfg.model.dtype}"),
+    ] + ([("random-window split", final["split_note"])] if "split_note" in final else [])
     report_figures = [
         ("Loss and perplexity", [("loss curves", "figures/loss_curves.png"),
                                  ("validation perplexity", "figures/val_perplexity.png")]),
@@ -71,7 +74,7 @@ def write_figures(run, final):
     plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
                           figures / "token_frequency.png")
 
-    passage = attention_passage(run.val_ids, tokenizer, min(PASSAGE_TOKENS, cfg.seq_len))
+    passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
     labels = tokenizer.token_strings(passage)
     attention = attention_of(model, passage)
     attention_figures = []
@@ -102,14 +105,14 @@ def attention_of(model, ids):
     return np.stack([backend.to_device(a.data[0], "cpu") for a in attentions])
 
 
-def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0):
+def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0, prompts=SAMPLE_PROMPTS):
     """Sample from every prompt of SAMPLE_PROMPTS at every (temperature, top_k) of SAMPLE_SETTINGS.
 
     Writes them all to `path` and returns them as a list of texts, one per sample.
     """
     rng = np.random.default_rng(seed)
     parts = []
-    for prompt in SAMPLE_PROMPTS:
+    for prompt in prompts:
         for temperature, top_k in SAMPLE_SETTINGS:
             ids = model.generate(tokenizer.encode(prompt)[None, :], max_new_tokens, temperature, top_k, rng)
             parts.append(f"=== prompt {prompt!r}, temperature {temperature}, top_k {top_k} ===\n"
@@ -127,8 +130,7 @@ def topk_table(model, tokenizer, prompts=TOPK_PROMPTS, k=5):
         with inference(model):
             logits, _ = model(backend.to_device(ids[None, :], device_of(model)))               # (1, T, V)
         last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)                  # (V,)
-        probs = np.exp(last - last.max())
-        probs /= probs.sum()                                                                    # softmax
+        probs = F.softmax(tensor(last)).numpy()                                                # (V,)
         best = np.argsort(probs)[::-1][:k]
         cells = [f"`{_md(label)}` {probs[i]:.3f}" for i, label in zip(best, tokenizer.token_strings(best))]
         lines.append(f"| {_md(prompt)} | " + " | ".join(cells) + " |")

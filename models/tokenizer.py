@@ -24,6 +24,7 @@ from tensorlab.serialization import write_atomically
 PRETOKENIZERS = ("bytelevel", "whitespace")
 MIN_BYTELEVEL_VOCAB = 260  # the 256 single bytes plus a few merges
 UNK = "[UNK]"  # whitespace mode only; bytelevel never needs it
+END_OF_TEXT = "<|endoftext|>"  # between the documents of a corpus directory: one token, never merged
 FILE_FORMAT = "tensorlab-bpe"
 
 # Cutting text here never changes the encoding: a newline that follows a
@@ -61,7 +62,10 @@ class BPETokenizer:
 
     @classmethod
     def train(cls, text: str, vocab_size: int = 500, pretokenizer: str = "bytelevel") -> "BPETokenizer":
-        """Learn BPE merges on ``text`` until the vocabulary has ``vocab_size`` tokens."""
+        """Learn BPE merges on ``text`` until the vocabulary has ``vocab_size`` tokens.
+
+        If the text holds END_OF_TEXT (documents of a directory), it becomes one special token.
+        """
         _check_pretokenizer(pretokenizer)
         if not isinstance(text, str) or not text:
             got = "an empty str" if isinstance(text, str) else type(text).__name__
@@ -72,17 +76,20 @@ class BPETokenizer:
                 f"vocab_size must be an int >= {low} for pretokenizer={pretokenizer!r}, got {vocab_size!r}."
             )
 
+        specials = [END_OF_TEXT] if END_OF_TEXT in text else []
         if pretokenizer == "bytelevel":
             tok = Tokenizer(models.BPE())
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
             tok.decoder = decoders.ByteLevel()
             trainer = trainers.BpeTrainer(
-                vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+                vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+                special_tokens=specials,
             )
         else:
             tok = Tokenizer(models.BPE(unk_token=UNK))
             tok.pre_tokenizer = pre_tokenizers.Whitespace()
-            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK], show_progress=False)
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, *specials],
+                                          show_progress=False)
         tok.train_from_iterator(_SAFE_CUT.split(text), trainer=trainer)  # same merges as one string, faster
 
         if tok.get_vocab_size() > vocab_size:  # the trainer keeps every character even past vocab_size
@@ -166,7 +173,9 @@ class BPETokenizer:
         labels, n_bytes = [], []
         for i in range(self.vocab_size):
             token = id_to_token[i]
-            if self.pretokenizer == "bytelevel":
+            if token == END_OF_TEXT:
+                raw, text = token.encode("utf-8"), token
+            elif self.pretokenizer == "bytelevel":
                 raw = bytes(char_to_byte[c] for c in token)  # one character per byte
                 text = raw.decode("utf-8", errors="backslashreplace")  # half a character shows as \xe2
             else:

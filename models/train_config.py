@@ -1,11 +1,17 @@
-"""TrainConfig: every setting of a training run in one dataclass, read from JSON and from flags.
+"""TrainConfig: every setting of a training run, read from JSON and from flags; it holds the ModelConfig.
 
-The fields are the single list of settings: `add_flags` turns each into a command-line
-flag (d_model -> --d-model), `from_json` reads a JSON object with the same keys, and
-`problems` checks every value, one readable line per problem. Flags override the file:
+The data, tokenizer, optimiser and run settings are fields here; every model setting is a field
+of models.config.ModelConfig, held as `model` and declared nowhere else. A JSON config nests them:
 
-    config = TrainConfig.from_json("configs/seed_d256.json").replace(lr=1e-3)
+    {"data": "corpus.txt", "lr": 0.001, "model": {"d_model": 256, "n_heads": 8, "context_len": 64}}
+
+`add_flags` turns each field of both into a command-line flag (d_model -> --d-model; the model's
+context_len is also --seq-len, the training window). Flags override the file:
+
+    config = TrainConfig.from_json("configs/seed_d256.json").replace(lr=1e-3, d_model=128)
     config.check()                        # raises ConfigError listing every problem
+
+Configs written before the model settings were nested (flat, with seq_len and bias) still load.
 """
 import argparse
 import dataclasses
@@ -14,13 +20,20 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from models.config import ACTIVATIONS, DTYPES, POSITIONAL_ENCODINGS, ModelConfig
+from models.config import CHOICES as MODEL_CHOICES
+from models.config import ModelConfig
+from models.preprocess import STEPS
+from models.prompts import read_prompts_file
 from models.tokenizer import MIN_BYTELEVEL_VOCAB, PRETOKENIZERS
 
 SCHEDULES = ("warmup_cosine", "constant", "plateau")
 DEVICES = ("cpu", "cuda")
-CHOICES = {"pretokenizer": PRETOKENIZERS, "pos_encoding": POSITIONAL_ENCODINGS, "activation": ACTIVATIONS,
-           "dtype": DTYPES, "schedule": SCHEDULES, "device": DEVICES}
+SPLITS = ("ordered", "random_windows")
+CHOICES = {"pretokenizer": PRETOKENIZERS, "schedule": SCHEDULES, "device": DEVICES, "split": SPLITS,
+           **MODEL_CHOICES}
+MODEL_FIELDS = tuple(f.name for f in fields(ModelConfig))
+MODEL_HELP = {"vocab_size": "BPE vocabulary size (the tokenizer's target; the model gets what it really has)",
+              "context_len": "tokens per training window, = the model's context length (also --seq-len)"}
 
 
 class ConfigError(ValueError):
@@ -33,25 +46,19 @@ def _setting(default, help):
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Data, tokenizer, model, optimizer and run settings; the defaults are configs/default.json."""
+    """Data, tokenizer, optimizer and run settings, plus the model's; the defaults are configs/default.json."""
+    comment: str = _setting("", "free text: what the config is for, and how it differs from its source")
     # data and tokenizer
-    data: str | None = _setting(None, "corpus file (default: $TENSORLAB_CORPUS, the cache, or a download)")
-    vocab_size: int = _setting(500, "BPE vocabulary size")
+    data: str | None = _setting(None, "corpus: a text file or a directory of them "
+                                      "(default: $TENSORLAB_CORPUS, the cache, or a download)")
+    preprocess: tuple = _setting((), "text preparation steps, in order, comma-separated: " + ", ".join(STEPS))
     pretokenizer: str = _setting("bytelevel", "how text is cut before BPE (bytelevel is lossless)")
     val_fraction: float = _setting(0.1, "fraction of the tokens, taken from the end, that validates")
-    # model
-    seq_len: int = _setting(128, "tokens per training window, = the model's context length")
-    d_model: int = _setting(192, "width of the residual stream")
-    n_layers: int = _setting(4, "transformer blocks")
-    n_heads: int = _setting(6, "attention heads per block")
-    d_ff: int = _setting(768, "hidden width of the feed-forward network")
-    dropout: float = _setting(0.0, "dropout probability")
-    pos_encoding: str = _setting("rope", "positional encoding")
-    tie_weights: bool = _setting(True, "the LM head reuses the token embedding")
-    activation: str = _setting("gelu", "feed-forward nonlinearity")
-    bias: bool = _setting(True, "biases in the linear layers")
-    norm_eps: float = _setting(1e-5, "epsilon of RMSNorm")
-    dtype: str = _setting("float32", "parameter dtype")
+    split: str = _setting("ordered", "ordered: the last val_fraction validates; random_windows: the misleading "
+                                     "random split of overlapping windows, reported beside the ordered one")
+    prompts: tuple = _setting((), "sample prompts (default: openings of validation passages)")
+    # the model: every field of models.config.ModelConfig
+    model: ModelConfig = _setting(ModelConfig(), "the model (models/config.py)")
     # optimisation
     batch_size: int = _setting(32, "windows per training step (and per evaluation batch)")
     lr: float = _setting(3e-3, "peak learning rate of AdamW")
@@ -77,18 +84,22 @@ class TrainConfig:
     # ----- reading and writing ----------------------------------------------------------------------
     @classmethod
     def from_dict(cls, values, source="config"):
-        """Build from a dict of field values; unknown keys and wrong types raise ConfigError."""
+        """Build from a dict of field values (the model's nested under "model"); problems raise ConfigError."""
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: expected a JSON object of settings, got {type(values).__name__}")
-        known = [f.name for f in fields(cls)]
-        problems = [f"{source}: unknown key {key!r}; known keys are {', '.join(known)}"
-                    for key in values if key not in known]
-        by_name = {f.name: f for f in fields(cls)}
-        problems += [f"{source}: {key} must be {_KIND_NAMES[_kind(by_name[key])]}, got {value!r}"
-                     for key, value in values.items() if key in by_name and not _has_kind(value, by_name[key])]
+        values = _nest_flat_model_keys(values)
+        model_values = values.get("model", {})
+        if not isinstance(model_values, dict):
+            raise ConfigError(f"{source}: model must be a JSON object of model settings, got {model_values!r}")
+        problems = _type_problems(values, fields(cls), source, skip=("model",), also=MODEL_FIELDS)
+        problems += _type_problems(model_values, fields(ModelConfig), f"{source}: model")
         if problems:
             raise ConfigError("\n".join(problems))
-        return cls(**{k: float(v) if _kind(by_name[k]) is float else v for k, v in values.items()})
+        try:
+            model = ModelConfig(**_as_kinds(model_values, ModelConfig))
+        except ValueError as err:
+            raise ConfigError("\n".join(f"{source}: {line}" for line in str(err).splitlines())) from None
+        return cls(**{**_as_kinds({k: v for k, v in values.items() if k != "model"}, cls), "model": model})
 
     @classmethod
     def from_json(cls, path):
@@ -102,25 +113,38 @@ class TrainConfig:
         return cls.from_dict(values, source=f"config file {path}")
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out.update(preprocess=list(self.preprocess), prompts=list(self.prompts))
+        return out
 
     def to_json(self):
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def replace(self, **changes):
-        """A copy with some fields changed."""
+        """A copy with some fields changed; model fields (d_model=64) change the held ModelConfig.
+
+        Raises ConfigError when the changed model is invalid.
+        """
+        model_changes = {k: changes.pop(k) for k in list(changes) if k in MODEL_FIELDS}
+        if model_changes:
+            try:
+                changes["model"] = dataclasses.replace(changes.get("model", self.model), **model_changes)
+            except ValueError as err:
+                raise ConfigError(str(err)) from None
         return dataclasses.replace(self, **changes)
 
     # ----- checking ----------------------------------------------------------------------------------
     def problems(self):
-        """Every invalid value, one line each, naming the key and its flag; [] when all is well."""
+        """Every invalid value, one line each, naming the key and its flag; [] when all is well.
+
+        The model's own rules are checked once, when its ModelConfig is made.
+        """
         out = []
 
-        def bad(name, rule):
-            out.append(f"{name} (--{name.replace('_', '-')}) must be {rule}, got {getattr(self, name)!r}")
+        def bad(name, rule, value=None):
+            out.append(f"{name} (--{name.replace('_', '-')}) must be {rule}, got {value or getattr(self, name)!r}")
 
-        for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads", "d_ff", "batch_size",
-                     "eval_interval"):
+        for name in ("batch_size", "eval_interval"):
             if getattr(self, name) < 1:
                 bad(name, "a positive integer")
         for name in ("warmup_steps", "max_steps", "eval_batches", "early_stopping_patience", "seed",
@@ -128,11 +152,13 @@ class TrainConfig:
             if getattr(self, name) < 0:
                 bad(name, ">= 0")
         for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
+            if name not in MODEL_FIELDS and getattr(self, name) not in allowed:
                 bad(name, "one of " + ", ".join(allowed))
+        unknown_steps = [s for s in self.preprocess if s not in STEPS]
+        if unknown_steps:
+            bad("preprocess", "steps among " + ", ".join(STEPS), value=unknown_steps)
         ranges = {  # name: (test, rule)
             "val_fraction": (lambda v: 0 < v < 1, "strictly between 0 and 1"),
-            "dropout": (lambda v: 0 <= v < 1, "in [0, 1)"),
             "lr": (lambda v: v > 0, "> 0"),
             "min_lr": (lambda v: 0 <= v <= self.lr, f"in [0, lr={self.lr}]"),
             "plateau_factor": (lambda v: 0 < v < 1, "strictly between 0 and 1"),
@@ -141,22 +167,17 @@ class TrainConfig:
             "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
             "grad_clip": (lambda v: v >= 0, ">= 0 (0 turns clipping off)"),
             "max_minutes": (lambda v: v >= 0, ">= 0 (0: no time limit)"),
-            "norm_eps": (lambda v: v > 0, "> 0"),
         }
         for name, (ok, rule) in ranges.items():
             value = getattr(self, name)
             if not math.isfinite(value) or not ok(value):
                 bad(name, rule)
-        if self.pretokenizer == "bytelevel" and 1 <= self.vocab_size < MIN_BYTELEVEL_VOCAB:
-            bad("vocab_size", f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)")
+        if self.pretokenizer == "bytelevel" and self.model.vocab_size < MIN_BYTELEVEL_VOCAB:
+            bad("vocab_size", f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)",
+                value=self.model.vocab_size)
         if self.max_steps == 0 and self.max_minutes == 0:
             out.append("max_steps and max_minutes are both 0, so the run would never end; "
                        "set --max-steps N or --max-minutes M")
-        if not out:  # the shape rules (divisibility, RoPE's even head size) live in ModelConfig
-            try:
-                self.model_config()
-            except ValueError as err:
-                out.append(str(err))
         return out
 
     def check(self):
@@ -167,21 +188,34 @@ class TrainConfig:
         return self
 
     # ----- derived settings --------------------------------------------------------------------------
-    def model_config(self, vocab_size=None):
-        """The ModelConfig of this run (`vocab_size`: what the trained tokenizer really has)."""
-        return ModelConfig(vocab_size=vocab_size or self.vocab_size, context_len=self.seq_len,
-                           d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, d_ff=self.d_ff,
-                           dropout=self.dropout, pos_encoding=self.pos_encoding, tie_weights=self.tie_weights,
-                           activation=self.activation, norm_eps=self.norm_eps, bias=self.bias, dtype=self.dtype)
+    def model_config(self, vocab_size):
+        """The run's ModelConfig with the vocabulary the trained tokenizer really has."""
+        return dataclasses.replace(self.model, vocab_size=vocab_size)
 
 
-# ----- command-line flags, one per field ----------------------------------------------------------------
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+# ----- JSON values ----------------------------------------------------------------------------------------
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+               tuple: "a list of strings"}
+_RENAMED = {"seq_len": "context_len"}  # flat configs before the ModelConfig was nested
+
+
+def _nest_flat_model_keys(values):
+    """A flat config of the old layout (d_model, seq_len, bias... at the top) with those keys moved into model."""
+    flat = {k: v for k, v in values.items() if _RENAMED.get(k, k) in MODEL_FIELDS or k == "bias"}
+    if not flat:
+        return values
+    model = dict(values.get("model", {})) if isinstance(values.get("model"), dict) else {}
+    for key, value in flat.items():
+        if key == "bias":  # one switch for every linear layer's bias, as before
+            model.update(qkv_bias=value, proj_bias=value, ffn_bias=value)
+        else:
+            model[_RENAMED.get(key, key)] = value
+    return {**{k: v for k, v in values.items() if k not in flat}, "model": model}
 
 
 def _kind(f):
-    """int, float, bool or str: what a field holds (`str | None` counts as str)."""
-    return f.type if f.type in (int, float, bool) else str
+    """int, float, bool, tuple or str: what a field holds (`str | None` counts as str)."""
+    return f.type if f.type in (int, float, bool, tuple) else str
 
 
 def _has_kind(value, f):
@@ -193,22 +227,58 @@ def _has_kind(value, f):
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if kind is tuple:
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
     return isinstance(value, kind)
 
 
+def _type_problems(values, known_fields, source, skip=(), also=()):
+    """One line per unknown key (listing the known ones, and `also`: the model's) and per value of a wrong type."""
+    by_name = {f.name: f for f in known_fields}
+    known = ", ".join(by_name) + (f" (model: {', '.join(also)})" if also else "")
+    problems = [f"{source}: unknown key {key!r}; known keys are {known}"
+                for key in values if key not in by_name]
+    return problems + [f"{source}: {key} must be {_KIND_NAMES[_kind(by_name[key])]}, got {value!r}"
+                       for key, value in values.items()
+                       if key in by_name and key not in skip and not _has_kind(value, by_name[key])]
+
+
+def _as_kinds(values, cls):
+    """JSON values as the field types: ints to floats where a float is meant, lists to tuples."""
+    kinds = {f.name: _kind(f) for f in fields(cls)}
+    return {k: kinds[k](v) if kinds[k] in (float, tuple) and v is not None else v for k, v in values.items()}
+
+
+# ----- command-line flags, one per field ----------------------------------------------------------------
+def _flag_fields():
+    """(field, help) for every flag: the run's fields, then the model's."""
+    run = [(f, f.metadata["help"]) for f in fields(TrainConfig) if f.name != "model"]
+    return run + [(f, MODEL_HELP.get(f.name, f"model: {f.name.replace('_', ' ')}")) for f in fields(ModelConfig)]
+
+
 def add_flags(parser):
-    """Add one flag per TrainConfig field to an argparse parser; unset flags stay absent from the result."""
+    """Add one flag per setting to an argparse parser; unset flags stay absent from the result."""
     group = parser.add_argument_group("settings (each overrides the config file)")
-    for f in fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
+    for f, help in _flag_fields():
+        flags = ["--" + f.name.replace("_", "-")] + (["--seq-len"] if f.name == "context_len" else [])
         kind = _kind(f)
-        help = f"{f.metadata['help']} [{f.default}]"
+        help = f"{help} [{f.default}]"
         if kind is bool:
-            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction,
+            group.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction,
                                default=argparse.SUPPRESS, help=help)
+        elif f.name == "prompts":
+            group.add_argument(*flags, dest=f.name, type=read_prompts_file, metavar="FILE",
+                               default=argparse.SUPPRESS, help=help + " (a file, one prompt per line)")
+        elif kind is tuple:
+            group.add_argument(*flags, dest=f.name, type=_comma_list, metavar="A,B", default=argparse.SUPPRESS,
+                               help=help)
         else:
-            group.add_argument(flag, dest=f.name, type=kind, choices=CHOICES.get(f.name), metavar=_metavar(f),
+            group.add_argument(*flags, dest=f.name, type=kind, choices=CHOICES.get(f.name), metavar=_metavar(f),
                                default=argparse.SUPPRESS, help=help)
+
+
+def _comma_list(text):
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _metavar(f):
@@ -218,6 +288,6 @@ def _metavar(f):
 
 
 def flag_values(namespace):
-    """The TrainConfig fields that were given as flags in a parsed argparse namespace."""
-    names = {f.name for f in fields(TrainConfig)}
+    """The settings given as flags in a parsed argparse namespace (model ones too; TrainConfig.replace takes both)."""
+    names = {f.name for f, _ in _flag_fields()}
     return {k: v for k, v in vars(namespace).items() if k in names}

@@ -128,7 +128,7 @@ class Trainer:
         cfg, step = self.cfg, self.progress["step"]
         logged = self._logged(step + 1)  # per-layer statistics only for steps that a metrics row shows
         t0 = time.perf_counter()
-        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.seq_len, self.batch_rng)  # (B, T) on the host
+        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.model.context_len, self.batch_rng)  # (B, T) on the host
         _, loss = self.model(x, y)  # the model checks host ids on the host, then moves them: no GPU sync
         self.optimizer.zero_grad()
         loss.backward()

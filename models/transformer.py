@@ -2,7 +2,7 @@
 
 Shape letters, used in every comment: B batch, T time (tokens), C = d_model channels,
 H heads, V vocabulary. Data flows top to bottom:
-    ids (B, T) -> token embedding (+ position) -> n_layers pre-norm blocks -> RMSNorm
+    ids (B, T) -> token embedding (+ position) -> n_layers blocks -> final norm
     -> LM head -> logits (B, T, V) -> cross-entropy against the next tokens.
 """
 from contextlib import contextmanager
@@ -11,9 +11,10 @@ import numpy as np
 
 from tensorlab import backend, no_grad
 from tensorlab import functional as F
-from tensorlab.nn import Dropout, Embedding, Linear, Module, ModuleList, RMSNorm, TransformerBlock
+from tensorlab.nn import Dropout, Embedding, Linear, Module, ModuleList, TransformerBlock
 from tensorlab.nn.attention import KVCache
 from tensorlab.nn.positional import sinusoidal_table
+from tensorlab.nn.transformer import make_norm
 from tensorlab.tensor import Tensor
 
 
@@ -27,12 +28,13 @@ class TinyTransformerLM(Module):
             self.pos_emb = Embedding(c.context_len, c.d_model, dtype)                   # (T_max, C)
         self.emb_dropout = Dropout(c.dropout)
         self.blocks = ModuleList(
-            TransformerBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.bias,
-                             rope=c.pos_encoding == "rope", norm_eps=c.norm_eps, n_layers=c.n_layers, dtype=dtype)
+            TransformerBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.qkv_bias,
+                             rope=c.pos_encoding == "rope", norm_eps=c.norm_eps, n_layers=c.n_layers, dtype=dtype,
+                             norm=c.norm, norm_position=c.norm_position, proj_bias=c.proj_bias, ffn_bias=c.ffn_bias)
             for _ in range(c.n_layers))
-        self.norm = RMSNorm(c.d_model, c.norm_eps, dtype=dtype)
+        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, dtype)
         if not c.tie_weights:
-            self.head = Linear(c.d_model, c.vocab_size, bias=False, dtype=dtype)         # (V, C)
+            self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=dtype)   # (V, C)
         self._sinusoids = {}  # (device, dtype) -> (T_max, C) constant table
 
     def forward(self, ids, targets=None, return_attention=False, kv_caches=None):
@@ -60,8 +62,7 @@ class TinyTransformerLM(Module):
             x, att = block(x, return_attention=True, kv_cache=cache)    # (B, T, C), (B, H, T, start + T)
             attentions.append(att)
         x = self.norm(x)                                                # (B, T, C)
-        head = self.tok_emb.weight if self.config.tie_weights else self.head.weight
-        logits = F.linear(x, head)                                      # (B, T, V)
+        logits = F.linear(x, self.tok_emb.weight) if self.config.tie_weights else self.head(x)  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits, targets)
         return (logits, loss, attentions) if return_attention else (logits, loss)
 
@@ -125,6 +126,5 @@ def sample_next(logits, temperature, top_k, rng):
     if top_k is not None:
         kth_largest = np.sort(logits, axis=-1)[:, -top_k][:, None]     # (B, 1)
         logits = np.where(logits < kth_largest, -np.inf, logits)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
+    probs = F.softmax(Tensor(logits), axis=-1).data                     # (B, V), the engine's softmax
     return (probs.cumsum(axis=-1) > rng.random((len(probs), 1))).argmax(axis=-1)

@@ -12,6 +12,7 @@ from tensorlab.ops import elementwise as _ew
 from tensorlab.ops import shape as _shape
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.attention import CausalAttention
+from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
 from tensorlab.ops.embedding import Embedding, check_ids
@@ -25,10 +26,10 @@ from tensorlab.ops.softmax import LogSoftmax, Softmax
 from tensorlab.tensor import Tensor
 
 __all__ = [
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu",
     "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split", "chunk",
     "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
-    "rms_norm", "layer_norm", "dropout", "causal_attention", "rope",
+    "rms_norm", "layer_norm", "dropout", "causal_attention", "rope", "to", "astype",
 ]
 
 
@@ -44,6 +45,21 @@ def sqrt(x): return _ew.Sqrt()(x)
 def tanh(x): return _ew.Tanh()(x)
 def sigmoid(x): return _ew.Sigmoid()(x)
 def relu(x): return _ew.Relu()(x)
+def silu(x): return _ew.Silu()(x)  # x * sigmoid(x)
+
+
+def to(x, device):
+    """x on 'cpu' or 'cuda', in the graph: the gradient comes back to x's device (x itself if already there)."""
+    backend.check_device_name(device)
+    return x if device == x.device else ToDevice(device)(x)
+
+
+def astype(x, dtype):
+    """A copy of x in another dtype. To a floating dtype it stays in the graph (the gradient comes back in
+    x's dtype); to an integer or bool dtype it takes no gradient (none is defined), as in PyTorch."""
+    if np.dtype(dtype).kind != "f":
+        return Tensor(x.data.astype(dtype))
+    return AsType(dtype)(x)
 
 
 def gelu(x, approximate="none"):

@@ -117,19 +117,18 @@ class Tensor:
         return self.data.reshape(()).item()
 
     def detach(self):
-        """The same data, cut off from the graph (shares memory, requires no grad)."""
+        """The same data, cut off from the graph: a leaf that shares memory and requires no grad."""
         return Tensor(self.data)
 
     def to(self, device):
-        """A copy on 'cpu' or 'cuda' that is a leaf; the same tensor if it is already there."""
-        backend.check_device_name(device)
-        if device == self.device:
-            return self
-        return Tensor(backend.to_device(self.data, device), requires_grad=self.requires_grad)
+        """This tensor on 'cpu' or 'cuda', in the graph as PyTorch's `.to` (the gradient comes back to this
+        device); itself if it is already there. `.detach().to(device)` gives a leaf instead."""
+        return F.to(self, device)
 
     def astype(self, dtype):
-        """A copy with another dtype (a leaf, like `.to`)."""
-        return Tensor(self.data.astype(dtype), requires_grad=self.requires_grad)
+        """A copy in another dtype, in the graph as PyTorch's `.to(dtype)` (the gradient comes back in this
+        dtype); an integer or bool copy takes no gradient. `.detach().astype(dtype)` gives a leaf."""
+        return F.astype(self, dtype)
 
     def retain_grad(self):
         """Keep this intermediate tensor's gradient in .grad after backward, as leaves do (PyTorch's name).

@@ -8,7 +8,7 @@ import torch
 import tensorlab
 from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
-from tests.torch_twin import twin_of
+from models.torch_model import twin_of
 
 # Relative error, worst over the 12 cases of test_logits_loss_and_every_gradient_match_pytorch (and the
 # norm_eps=0.1 ones), measured: float64 logits 3.5e-16, loss 2.5e-16, gradients 1.0e-15;

@@ -16,7 +16,7 @@ import torch
 
 import tensorlab
 from tensorlab import nn
-from tests import torch_twin
+from models import torch_model as torch_twin
 
 # float64: measured worst relative error over the whole table 5.5e-16 (forward) and 1.3e-15 (gradients,
 # attention); 1e-13 sits within 100x of that, far below what a planted bug gives.
@@ -24,11 +24,26 @@ TOLERANCE = 1e-13
 
 
 def twin_config(**overrides):
-    """The attributes tests/torch_twin.py's modules read from a ModelConfig."""
+    """The attributes models/torch_model.py's modules read from a ModelConfig (`bias`: all three biases)."""
     values = dict(d_model=16, n_heads=4, d_ff=24, bias=True, dropout=0.0, pos_encoding="learned",
-                  activation="gelu", norm_eps=1e-5)
+                  activation="gelu", norm_eps=1e-5, norm="rmsnorm", norm_position="pre")
     values.update(overrides)
-    return SimpleNamespace(**values)
+    bias = values.pop("bias")
+    return SimpleNamespace(**values, qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
+
+
+class TorchSwiGLU(torch.nn.Module):
+    """The reference for nn.SwiGLUFeedForward, written from its formula: proj(silu(gate(x)) * up(x))."""
+
+    def __init__(self, d_model, d_ff, bias=True, dropout=0.0):
+        super().__init__()
+        self.gate = torch.nn.Linear(d_model, d_ff, bias=bias)
+        self.up = torch.nn.Linear(d_model, d_ff, bias=bias)
+        self.proj = torch.nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.proj(torch.nn.functional.silu(self.gate(x)) * self.up(x)))
 
 
 @dataclass
@@ -82,6 +97,9 @@ ROWS = [
         lambda: nn.FeedForward(16, 24, activation="relu", dropout=0.5, bias=False, dtype=np.float64),
         lambda: torch_twin.TorchFeedForward(twin_config(activation="relu", dropout=0.5, bias=False)),
         training=False),
+    Row("swiglu-feed-forward", lambda: nn.SwiGLUFeedForward(16, 24, dtype=np.float64), lambda: TorchSwiGLU(16, 24)),
+    Row("swiglu-no-bias-dropout-eval", lambda: nn.SwiGLUFeedForward(16, 8, dropout=0.5, bias=False, dtype=np.float64),
+        lambda: TorchSwiGLU(16, 8, bias=False, dropout=0.5), training=False),
     Row("block-eps-0.1-rope", lambda: nn.TransformerBlock(16, 4, 24, rope=True, norm_eps=0.1, dtype=np.float64),
         lambda: torch_twin.TorchBlock(twin_config(pos_encoding="rope", norm_eps=0.1)), scale=0.3),
     Row("block-relu-no-bias-eval",

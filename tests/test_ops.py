@@ -152,6 +152,10 @@ CASES = {
         Case("large", F.sigmoid, torch.sigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
     ],
     "relu": [Case("matrix", F.relu, torch.relu, away_from_zero(3, 4))],
+    "silu": [
+        Case("matrix", F.silu, TF.silu, randn(3, 4, scale=3)),
+        Case("large", F.silu, TF.silu, np.array([-80.0, -20.0, 0.0, 20.0, 80.0])),  # no overflow in the tails
+    ],
     "gelu": [
         Case("exact-erf", F.gelu, TF.gelu, randn(3, 4, scale=2)),
         Case("tanh", lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh"),
@@ -315,6 +319,14 @@ CASES = {
              lambda x: torch_rope(x, *rope_tables(4, 6, x)), randn(2, 3, 4, 6)),
         Case("T5-D2", lambda x: F.rope(x, *rope_tables(5, 2, x)),
              lambda x: torch_rope(x, *rope_tables(5, 2, x)), randn(5, 2)),
+    ],
+    # ----- device and dtype moves in the graph (a float32 round trip: tests/test_convert.py)
+    "to": [
+        Case("to-cpu-and-back", lambda x: F.to(F.to(x, "cpu"), x.device), lambda x: x.to("cpu").to(x.device),
+             randn(3, 4)),  # two moves on CuPy, none on NumPy (x.to(its own device) is x)
+    ],
+    "astype": [
+        Case("own-dtype-copy", lambda x: F.astype(x, x.dtype), lambda x: x.clone(), randn(2, 3)),
     ],
     "dropout": [
         Case("p0.3", DROPOUT_03.tl, DROPOUT_03.torch, randn(4, 6)),

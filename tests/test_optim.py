@@ -13,6 +13,7 @@ import torch
 
 from tensorlab.backend import array_module, to_device
 from tensorlab.nn import Parameter
+from tensorlab.optim import global_norm
 from tensorlab.optim import (SGD, AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, clip_grad_norm_,
                              weight_decay_groups)
 
@@ -307,6 +308,27 @@ def test_clip_grad_norm_skips_missing_grads():
     params[0].grad = np.full(SHAPES[0], 2.0)  # 12 elements: norm sqrt(48)
     assert clip_grad_norm_(params, 1.0) == pytest.approx(math.sqrt(48), rel=1e-12)
     assert all(p.grad is None for p in params[1:])
+
+
+def test_global_norm_is_the_norm_of_all_arrays_as_one_vector_in_float64(backend):
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in SHAPES]
+    total = global_norm([backend.xp.asarray(a) for a in arrays])
+    assert total.shape == () and total.dtype == np.float64 and type(total) is not float  # stays on the device
+    squares = [(torch.from_numpy(a) ** 2).double().ravel() for a in arrays]  # squared in float32, as clipping does
+    expected = torch.cat(squares).sum().sqrt().item()
+    assert abs(float(total) - expected) <= 1e-14 * expected  # measured: 0 (summation order aside, the same sums)
+    with pytest.raises(ValueError, match="global_norm: needs at least one array, got none"):
+        global_norm([])
+
+
+def test_layer_stats_measures_each_group_with_global_norm():
+    from models.layer_stats import grad_norms
+
+    params = make_params(np.float32)
+    params[0].grad, params[1].grad = np.full(SHAPES[0], 2.0, np.float32), np.full(SHAPES[1], -1.0, np.float32)
+    norms = grad_norms({"both": params[:2], "none": params[2:]})
+    assert norms["both"] == math.sqrt(4.0 * params[0].size + params[1].size) and norms["none"] == 0.0
 
 
 def test_clip_grad_norm_is_an_alias_of_clip_grad_norm_():

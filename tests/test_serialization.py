@@ -46,7 +46,7 @@ def test_a_checkpoint_loads_into_the_pytorch_twin_with_safetensors_torch(tmp_pat
     import safetensors.torch
     import torch
 
-    from tests.torch_twin import TorchTinyLM
+    from models.torch_model import TorchTinyLM
     model = small_model(dtype="float64")
     optimizer = AdamW(model.parameters(), lr=0.1)
     x = np.random.default_rng(1).integers(0, 37, size=(2, 8))

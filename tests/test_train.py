@@ -112,6 +112,9 @@ def test_samples_and_topk_table(run_dir):
     assert len(samples) > 500
     table = (run_dir / "topk.md").read_text().splitlines()
     assert table[0].startswith("| prompt | #1 |") and len(table) == 5
+    for row in table[2:]:  # the top 5 of a softmax: falling, each in (0, 1], together at most 1
+        probs = [float(cell.split()[-1]) for cell in row.split("|")[2:-1]]
+        assert len(probs) == 5 and probs == sorted(probs, reverse=True) and 0 < probs[-1] and sum(probs) <= 1.003
 
 
 # ----- repeatability and exact resume --------------------------------------------------------------------
@@ -145,7 +148,7 @@ def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(run_
 
 
 def tinyconfig_dropout():
-    return json.loads(Path(TINY).read_text())["dropout"]
+    return json.loads(Path(TINY).read_text())["model"]["dropout"]
 
 
 def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, capsys, monkeypatch):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from models.config import ModelConfig
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -29,13 +30,14 @@ def test_every_named_config_loads_and_is_valid(name):
 @pytest.mark.parametrize("name, d_model, n_heads, d_ff", [("seed_d128", 128, 4, 256), ("seed_d256", 256, 8, 512)])
 def test_seed_configs_are_the_seed_report_setups(name, d_model, n_heads, d_ff):
     cfg = TrainConfig.from_json(CONFIGS / f"{name}.json")
-    assert (cfg.pretokenizer, cfg.vocab_size, cfg.seq_len, cfg.val_fraction, cfg.n_layers) == ("whitespace", 500, 64, 0.2, 2)
-    assert (cfg.d_model, cfg.n_heads, cfg.d_ff) == (d_model, n_heads, d_ff)
-    assert (cfg.batch_size, cfg.schedule, cfg.dropout, cfg.max_minutes) == (64, "warmup_cosine", 0.2, 10.0)
+    m = cfg.model
+    assert (cfg.pretokenizer, m.vocab_size, m.context_len, cfg.val_fraction, m.n_layers) == ("whitespace", 500, 64, 0.2, 2)
+    assert (m.d_model, m.n_heads, m.d_ff) == (d_model, n_heads, d_ff)
+    assert (cfg.batch_size, cfg.schedule, m.dropout, cfg.max_minutes) == (64, "warmup_cosine", 0.2, 10.0)
 
 
 def test_json_round_trip(tmp_path):
-    cfg = TrainConfig(d_model=64, n_heads=2, tie_weights=False, data="x.txt")
+    cfg = TrainConfig(data="x.txt", preprocess=("lowercase",)).replace(d_model=64, n_heads=2, tie_weights=False)
     path = tmp_path / "c.json"
     path.write_text(cfg.to_json())
     assert TrainConfig.from_json(path) == cfg
@@ -43,9 +45,10 @@ def test_json_round_trip(tmp_path):
 
 def test_a_file_may_give_only_some_keys_and_ints_count_as_floats(tmp_path):
     path = tmp_path / "c.json"
-    path.write_text(json.dumps({"d_model": 64, "lr": 1}))
+    path.write_text(json.dumps({"d_model": 96, "lr": 1}))
     cfg = TrainConfig.from_json(path)
-    assert cfg.d_model == 64 and cfg.lr == 1.0 and isinstance(cfg.lr, float) and cfg.n_layers == TrainConfig().n_layers
+    assert cfg.model.d_model == 96 and cfg.lr == 1.0 and isinstance(cfg.lr, float)
+    assert cfg.model.n_layers == TrainConfig().model.n_layers
 
 
 def test_unknown_key_is_named_with_the_known_ones(tmp_path):
@@ -75,10 +78,10 @@ def test_broken_json_and_missing_file_are_config_errors(tmp_path):
 
 
 def test_one_line_per_problem_naming_key_and_flag():
-    cfg = TrainConfig(dropout=1.5, lr=-1.0, schedule="linear", batch_size=0)
+    cfg = TrainConfig(val_fraction=1.5, lr=-1.0, schedule="linear", batch_size=0)
     problems = cfg.problems()
     assert len(problems) == 5  # min_lr > lr is the fifth
-    assert any("dropout (--dropout)" in p and "1.5" in p for p in problems)
+    assert any("val_fraction (--val-fraction)" in p and "1.5" in p for p in problems)
     assert any("schedule (--schedule)" in p and "warmup_cosine" in p for p in problems)
     with pytest.raises(ConfigError) as err:
         cfg.check()
@@ -86,8 +89,10 @@ def test_one_line_per_problem_naming_key_and_flag():
 
 
 def test_shape_rules_come_from_the_model_config():
-    assert "divisible" in TrainConfig(d_model=100, n_heads=6).problems()[0]
-    assert "even head size" in TrainConfig(d_model=60, n_heads=4).problems()[0]  # rope, head size 15
+    with pytest.raises(ConfigError, match="divisible"):
+        TrainConfig().replace(d_model=100, n_heads=6)
+    with pytest.raises(ConfigError, match="even head size"):
+        TrainConfig().replace(d_model=60, n_heads=4)  # rope, head size 15
 
 
 def test_a_run_needs_some_bound():
@@ -96,16 +101,16 @@ def test_a_run_needs_some_bound():
 
 
 def test_bytelevel_needs_at_least_260_tokens():
-    assert "vocab_size" in TrainConfig(vocab_size=100).problems()[0]
-    assert TrainConfig(vocab_size=100, pretokenizer="whitespace").problems() == []
+    assert "vocab_size" in TrainConfig().replace(vocab_size=100).problems()[0]
+    assert TrainConfig(pretokenizer="whitespace").replace(vocab_size=100).problems() == []
 
 
 def test_every_field_is_a_flag_and_only_given_flags_come_back():
     parser = argparse.ArgumentParser()
     add_flags(parser)
     options = {opt for action in parser._actions for opt in action.option_strings}
-    for f in fields(TrainConfig):
-        assert "--" + f.name.replace("_", "-") in options
+    for f in [*fields(TrainConfig), *fields(ModelConfig)]:
+        assert f.name == "model" or "--" + f.name.replace("_", "-") in options
     assert parse([]) == {}
     assert parse(["--d-model", "64", "--lr", "1e-3", "--no-tie-weights", "--data", "a.txt"]) == \
         {"d_model": 64, "lr": 1e-3, "tie_weights": False, "data": "a.txt"}
@@ -115,9 +120,9 @@ def test_flags_override_the_file(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"d_model": 64, "n_heads": 2}))
     cfg = TrainConfig.from_json(path).replace(**parse(["--n-heads", "4"]))
-    assert (cfg.d_model, cfg.n_heads) == (64, 4)
+    assert (cfg.model.d_model, cfg.model.n_heads) == (64, 4)
 
 
-def test_model_config_maps_seq_len_to_context_len():
-    model = TrainConfig(seq_len=64, d_model=64, n_heads=2).model_config(vocab_size=321)
+def test_model_config_takes_the_tokenizers_vocab_size_and_seq_len_is_context_len():
+    model = TrainConfig().replace(**parse(["--seq-len", "64", "--d-model", "64", "--n-heads", "2"])).model_config(321)
     assert (model.context_len, model.d_model, model.vocab_size) == (64, 64, 321)

@@ -60,6 +60,7 @@ def _inputs(*makers):
 
 # ----- reference forwards (plain NumPy) -----------------------------------------------------------
 def _softmax(x, axis=-1):
+    # Deliberately not the engine's exp_and_max: the checker must not trust the code students are learning from.
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 

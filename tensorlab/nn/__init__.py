@@ -3,7 +3,8 @@ from tensorlab.nn.attention import CausalSelfAttention
 from tensorlab.nn.layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module, ModuleList
 from tensorlab.nn.parameter import Parameter
+from tensorlab.nn.swiglu import SwiGLUFeedForward
 from tensorlab.nn.transformer import FeedForward, TransformerBlock
 
 __all__ = ["Parameter", "Module", "ModuleList", "Linear", "Embedding", "RMSNorm", "LayerNorm", "Dropout",
-           "CausalSelfAttention", "FeedForward", "TransformerBlock"]
+           "CausalSelfAttention", "FeedForward", "SwiGLUFeedForward", "TransformerBlock"]

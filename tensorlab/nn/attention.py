@@ -14,14 +14,14 @@ attend to the cached keys plus their own (inference only: no graph runs through 
 """
 import numpy as np
 
-from tensorlab import backend, is_grad_enabled
+from tensorlab import backend
 from tensorlab import functional as F
 from tensorlab.nn import init
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 from tensorlab.nn.positional import apply_rope, rope_tables
-from tensorlab.ops.attention import CausalAttention
-from tensorlab.tensor import Tensor
+from tensorlab.ops.attention import CausalAttention, causal_mask
+from tensorlab.tensor import Tensor, is_grad_enabled
 
 
 def composed_attention(q, k, v, future, dropout):
@@ -52,18 +52,22 @@ class KVCache:
 
 
 class CausalSelfAttention(Module):
-    """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection."""
+    """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection.
+
+    `bias` switches the biases of the q/k/v projection; `proj_bias` those of the output projection
+    (None: the same as `bias`).
+    """
 
     MAX_CACHED = 8  # masks and RoPE tables kept; one forward needs at most 3
 
     def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32,
-                 fused=True):
+                 fused=True, proj_bias=None):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
         self.n_heads, self.rope, self.fused = n_heads, rope, fused
         self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
-        self.proj = Linear(d_model, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
+        self.proj = Linear(d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype)
         self.attn_dropout = Dropout(dropout)
         self.resid_dropout = Dropout(dropout)
         self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
@@ -106,7 +110,7 @@ class CausalSelfAttention(Module):
             q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
         k, v = kv_cache.extend(k, v)                                    # (B, H, start + T, D)
         # query i sits at position start + i and may see keys 0..start + i
-        future = Tensor(backend.to_device(np.triu(np.ones((T, start + T), dtype=bool), k=start + 1), x.device))
+        future = Tensor(backend.to_device(causal_mask(T, start + T), x.device))   # (T, start + T)
         return composed_attention(q, k, v, future, self.attn_dropout)
 
     def _constant(self, name, T, like):
@@ -122,7 +126,7 @@ class CausalSelfAttention(Module):
             while len(self._constants) >= self.MAX_CACHED:
                 del self._constants[next(iter(self._constants))]        # drop the least recently used
             if name == "future":
-                array = np.triu(np.ones((T, T), dtype=bool), k=1)       # (T, T): True where key is after query
+                array = causal_mask(T)                                  # (T, T): True where key is after query
             else:
                 cos, sin = rope_tables(T, like.shape[-1] // self.n_heads)
                 array = (cos if name == "cos" else sin).astype(like.dtype)

@@ -1,18 +1,38 @@
-"""The feed-forward network and the pre-norm transformer block.
+"""The feed-forward network and the transformer block, pre-norm or post-norm.
 
-A block reads the residual stream x (B, T, C), normalises it, lets attention and
-then the feed-forward network each add their contribution back:
-    x = x + attention(norm1(x)),   x = x + ffn(norm2(x))
+A block reads the residual stream x (B, T, C) and lets attention and then the
+feed-forward network each add their contribution back. Where the normalisation sits:
+    pre-norm  (GPT-2):        x = x + attention(norm1(x)),   x = x + ffn(norm2(x))
+    post-norm (Vaswani 2017): x = norm1(x + attention(x)),   x = norm2(x + ffn(x))
+The normalisation is RMSNorm, LayerNorm, or none at all (the identity).
 """
 import numpy as np
 
 from tensorlab import functional as F
 from tensorlab.nn import init
 from tensorlab.nn.attention import CausalSelfAttention
-from tensorlab.nn.layers import Dropout, Linear, RMSNorm
+from tensorlab.nn.layers import Dropout, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module
 
 ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu}
+NORMS = ("rmsnorm", "layernorm", "none")
+NORM_POSITIONS = ("pre", "post")
+
+
+class Identity(Module):
+    """Returns its input: the 'norm' of a model without normalisation."""
+
+    def forward(self, x):
+        return x
+
+
+def make_norm(kind, dim, eps=1e-5, dtype=np.float32):
+    """RMSNorm, LayerNorm or Identity, by name ("rmsnorm", "layernorm", "none")."""
+    if kind not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {kind!r}")
+    if kind == "none":
+        return Identity()
+    return (RMSNorm if kind == "rmsnorm" else LayerNorm)(dim, eps, dtype=dtype)
 
 
 class FeedForward(Module):
@@ -33,18 +53,35 @@ class FeedForward(Module):
 
 
 class TransformerBlock(Module):
-    """Pre-norm block: RMSNorm -> attention -> residual add, RMSNorm -> feed-forward -> residual add."""
+    """Attention then feed-forward, each with a residual add; the norms before (pre) or after (post) the add.
+
+    Biases: `bias` for the q/k/v projection, `proj_bias` for attention's output projection and
+    `ffn_bias` for both feed-forward layers (None: the same as `bias`).
+    """
 
     def __init__(self, d_model, n_heads, d_ff, dropout=0.0, activation="gelu", bias=True, rope=False,
-                 norm_eps=1e-5, n_layers=1, dtype=np.float32):
+                 norm_eps=1e-5, n_layers=1, dtype=np.float32, norm="rmsnorm", norm_position="pre",
+                 proj_bias=None, ffn_bias=None):
         super().__init__()
-        self.norm1 = RMSNorm(d_model, norm_eps, dtype=dtype)
-        self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype)
-        self.norm2 = RMSNorm(d_model, norm_eps, dtype=dtype)
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias, n_layers, dtype)
+        if norm_position not in NORM_POSITIONS:
+            raise ValueError(f"transformer block: norm_position must be 'pre' or 'post', got {norm_position!r}")
+        self.norm_position = norm_position
+        self.norm1 = make_norm(norm, d_model, norm_eps, dtype)
+        self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype, proj_bias=proj_bias)
+        self.norm2 = make_norm(norm, d_model, norm_eps, dtype)
+        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias if ffn_bias is None else ffn_bias,
+                               n_layers, dtype)
 
     def forward(self, x, return_attention=False, kv_cache=None):
-        a, att = self.attn(self.norm1(x), return_attention=True, kv_cache=kv_cache)
-        x = x + a                                                       # (B, T, C)
-        x = x + self.ffn(self.norm2(x))                                 # (B, T, C)
+        if self.norm_position == "pre":
+            a, att = self.attn(self.norm1(x), return_attention=True, kv_cache=kv_cache)
+            x = x + a                                                   # (B, T, C)
+            x = x + self.ffn(self.norm2(x))                             # (B, T, C)
+        else:
+            a, att = self.attn(x, return_attention=True, kv_cache=kv_cache)
+            x = self.norm1(x + a)                                       # (B, T, C)
+            x = self.norm2(x + self.ffn(x))                             # (B, T, C)
         return (x, att) if return_attention else x
+
+    def extra_repr(self):
+        return f"norm_position={self.norm_position}"

@@ -21,16 +21,29 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops.dropout import dropout_mask
+from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
 _future_bias = {}  # (T, dtype, device) -> (T, T) array: 0 on and below the diagonal, -inf above
 
 
+def causal_mask(T_q, T_k=None):
+    """The causal mask, on the host: (T_q, T_k) bools, True where key j is in query i's future.
+
+    The queries are the last T_q of the T_k positions (T_k > T_q after a key/value cache), so
+    query i sits at position i + T_k - T_q and sees keys 0..i + T_k - T_q. The one builder of the
+    mask in the engine: causal_bias and tensorlab/nn/attention.py use it.
+    """
+    T_k = T_q if T_k is None else T_k
+    return np.triu(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q + 1)
+
+
 def causal_bias(T, dtype, device):
-    """The additive causal mask, built once per length, dtype and device."""
+    """The additive causal mask (0 where a key may be seen, -inf in the future), built once per length, dtype
+    and device."""
     key = (T, np.dtype(dtype).str, device)
     if key not in _future_bias:
-        bias = np.triu(np.full((T, T), -np.inf, dtype=dtype), k=1)
+        bias = np.where(causal_mask(T), -np.inf, 0).astype(dtype)
         _future_bias[key] = backend.to_device(bias, device)
     return _future_bias[key]
 
@@ -62,15 +75,15 @@ class CausalAttention(Function):
         for b in backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q):
             s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
             s += bias
-            s -= s.max(axis=-1, keepdims=True)                     # stable: every row keeps its diagonal
-            xp.exp(s, out=s)
+            exp_and_max(s, axis=-1, out=s)                         # exp(S - rowmax), in place
             s *= 1 / s.sum(axis=-1, keepdims=True)                 # P: rows sum to 1
             xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])   # (P * M) v
         return y                                                    # (B, H, T, D)
 
     def backward(self, gy):
         # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
-        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,  gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
+        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,
+        #       gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
         xp = backend.array_module(gy)
         B, H, T, _ = gy.shape
         gq, gk, gv = xp.empty_like(gy), xp.empty_like(gy), xp.empty_like(gy)

@@ -7,7 +7,7 @@ famous  gx = (softmax(x) - onehot(t)) / N : we subtract 1 at the target instead 
 building the one-hot matrix.
 """
 from tensorlab import backend
-from tensorlab.ops.softmax import stable_exp
+from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
 
@@ -28,7 +28,7 @@ class CrossEntropy(Function):
         self.valid = t != self.ignore_index
         self.t = xp.where(self.valid, t, 0)                    # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
-        e, m = stable_exp(x, axis=-1)
+        e, m = exp_and_max(x, axis=-1)
         total = e.sum(axis=-1, keepdims=True)
         self.p = e / total                                     # softmax, (N, V)
         nll = (xp.log(total) + m)[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)

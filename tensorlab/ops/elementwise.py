@@ -153,6 +153,19 @@ class Relu(Function):
         return gy * self.positive
 
 
+class Silu(Function):
+    """SiLU (swish): x * sigmoid(x), the gate of the SwiGLU feed-forward block (PaLM, LLaMA)."""
+
+    def forward(self, x):
+        self.x = x
+        self.s = 0.5 * (backend.array_module(x).tanh(0.5 * x) + 1)  # sigmoid(x), overflow-free as in Sigmoid
+        return x * self.s
+
+    def backward(self, gy):
+        # y = x s, s = sigmoid(x), s' = s (1 - s)  =>  gx = gy * s * (1 + x (1 - s))
+        return gy * self.s * (1 + self.x * (1 - self.s))
+
+
 class Gelu(Function):
     """GELU: x * Phi(x) with Phi the standard normal CDF ('none'), or its tanh approximation ('tanh')."""
 
@@ -182,7 +195,8 @@ class Gelu(Function):
             x = self.x
             du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
             return gy * (0.5 * (1 + self.t) + 0.5 * x * (1 - self.t * self.t) * du)
-        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi); the slope came from forward
+        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+        # (the slope came from forward)
         return gy * self.slope
 
 

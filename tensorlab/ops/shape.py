@@ -86,7 +86,7 @@ def _index_on_device(index, x):
 def _check_integer_arrays_in_bounds(index, shape):
     """Raise for an integer-array index outside [-n, n): NumPy would, but CuPy wraps it silently (i % n)."""
     parts = index if isinstance(index, tuple) else (index,)
-    width = [0 if p is None or p is Ellipsis else p.ndim if getattr(p, "dtype", None) == bool else 1
+    width = [0 if p is None or p is Ellipsis else p.ndim if getattr(getattr(p, "dtype", None), "kind", None) == "b" else 1
              for p in parts]
     axis = 0
     for i, part in enumerate(parts):

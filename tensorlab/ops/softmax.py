@@ -8,12 +8,17 @@ from tensorlab.ops.axes import normalize_axis
 from tensorlab.tensor import Function
 
 
-def stable_exp(x, axis):
-    """exp(x - max(x)) along `axis`, and that max; a row that is all -inf uses 0 as its max."""
+def exp_and_max(x, axis, out=None):
+    """The pair (exp(x - m), m), m = max of x along `axis` (kept); a row that is all -inf uses m = 0.
+
+    The one stable softmax core of the engine: softmax, log_softmax, cross_entropy and causal_attention
+    use it. `out` (x itself is fine) receives exp(x - m) instead of a new array.
+    """
     xp = backend.array_module(x)
     m = x.max(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    return xp.exp(x - m), m
+    e = xp.subtract(x, m, out=out)
+    return xp.exp(e, out=e), m
 
 
 class Softmax(Function):
@@ -27,7 +32,7 @@ class Softmax(Function):
 
     def forward(self, x):
         self.axis = normalize_axis("softmax", self.axis, x.ndim)
-        e, _ = stable_exp(x, self.axis)
+        e, _ = exp_and_max(x, self.axis)
         total = e.sum(axis=self.axis, keepdims=True)
         total[total == 0] = 1  # fully masked rows: 0 / 1 = 0 instead of 0 / 0
         self.y = e / total
@@ -50,7 +55,7 @@ class LogSoftmax(Function):
     def forward(self, x):
         self.axis = normalize_axis("log_softmax", self.axis, x.ndim)
         xp = backend.array_module(x)
-        e, m = stable_exp(x, self.axis)
+        e, m = exp_and_max(x, self.axis)
         self.y = x - m - xp.log(e.sum(axis=self.axis, keepdims=True))
         return self.y
 

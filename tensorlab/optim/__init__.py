@@ -2,9 +2,9 @@
 from tensorlab.optim.optimizer import Optimizer
 from tensorlab.optim.sgd import SGD
 from tensorlab.optim.adamw import AdamW
-from tensorlab.optim.clip import clip_grad_norm, clip_grad_norm_
+from tensorlab.optim.clip import clip_grad_norm, clip_grad_norm_, global_norm
 from tensorlab.optim.schedules import WarmupCosine, ReduceLROnPlateau
 from tensorlab.optim.groups import weight_decay_groups
 
-__all__ = ["Optimizer", "SGD", "AdamW", "clip_grad_norm_", "clip_grad_norm", "WarmupCosine", "ReduceLROnPlateau",
-           "weight_decay_groups"]
+__all__ = ["Optimizer", "SGD", "AdamW", "clip_grad_norm_", "clip_grad_norm", "global_norm", "WarmupCosine",
+           "ReduceLROnPlateau", "weight_decay_groups"]

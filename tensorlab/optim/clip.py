@@ -3,6 +3,20 @@ from tensorlab import backend
 from tensorlab.tensor import Tensor
 
 
+def global_norm(arrays):
+    """The L2 norm of all `arrays` at once, as if they were one long vector.
+
+    Each square is taken in its array's dtype and summed in float64, where the arrays are: the
+    result is a 0-d array (on a GPU, float() of it is the one transfer to the host).
+    clip_grad_norm_ and models/layer_stats.py use it.
+    """
+    if not arrays:
+        raise ValueError("global_norm: needs at least one array, got none")
+    xp = backend.array_module(arrays[0])
+    # total^2 = sum over arrays of sum(a^2): one 0-d sum per array, then one sum of those
+    return xp.sqrt(xp.stack([(a * a).sum(dtype=xp.float64) for a in arrays]).sum())
+
+
 def clip_grad_norm_(parameters, max_norm):
     """Scale all grads in place by max_norm / (total + 1e-6) when that is < 1; return total = ||all grads||_2.
 
@@ -19,8 +33,7 @@ def clip_grad_norm_(parameters, max_norm):
     if not grads:
         return 0.0
     xp = backend.array_module(grads[0])
-    # total^2 = sum over grads of sum(g^2), in float64 (on the device: one 0-d array per grad, then one sum)
-    total = xp.sqrt(xp.stack([(g * g).sum(dtype=xp.float64) for g in grads]).sum())
+    total = global_norm(grads)
     scale = xp.minimum(max_norm / (total + 1e-6), 1.0)   # 1 when no clipping is needed: g * 1 == g exactly
     for g in grads:
         g *= scale.astype(g.dtype)                       # g = g * max_norm / (total + 1e-6)

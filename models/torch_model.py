@@ -1,10 +1,17 @@
-"""The PyTorch twin of models.transformer.TinyTransformerLM, written independently with torch.nn.
+"""TinyTransformerLM in PyTorch: the road out of tensorlab when a model outgrows it.
 
-Its state_dict has the same names and shapes, so weights copy both ways with a dict
-comprehension. Torch appears only in tests and bench.
+`TorchTinyLM(config)` is the same model written independently with torch.nn; its state_dict has
+the same names and shapes as tensorlab's, so weights copy both ways by name. The tests check the
+two against each other (logits, loss, every gradient), and tensorlab itself never imports this
+file: torch is needed only here.
+
+    model = load_tensorlab_run("runs/my-run")          # a torch.nn.Module with the run's best weights
+    model = load_exported("runs/my-run/export")        # or from `train.py export`'s files
 """
 import math
+from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as TF
 from torch import nn
@@ -32,12 +39,20 @@ def sinusoidal_table(T, C, dtype):
     return table.to(dtype)
 
 
+def make_norm(c):
+    if c.norm == "none":
+        return nn.Identity()
+    if c.norm == "layernorm":
+        return nn.LayerNorm(c.d_model, eps=c.norm_eps)
+    return nn.RMSNorm(c.d_model, eps=c.norm_eps)
+
+
 class TorchAttention(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.n_heads, self.rope = c.n_heads, c.pos_encoding == "rope"
-        self.qkv = nn.Linear(c.d_model, 3 * c.d_model, bias=c.bias)
-        self.proj = nn.Linear(c.d_model, c.d_model, bias=c.bias)
+        self.qkv = nn.Linear(c.d_model, 3 * c.d_model, bias=c.qkv_bias)
+        self.proj = nn.Linear(c.d_model, c.d_model, bias=c.proj_bias)
         self.attn_dropout = nn.Dropout(c.dropout)
         self.resid_dropout = nn.Dropout(c.dropout)
 
@@ -60,8 +75,8 @@ class TorchFeedForward(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.activation = c.activation
-        self.fc = nn.Linear(c.d_model, c.d_ff, bias=c.bias)
-        self.proj = nn.Linear(c.d_ff, c.d_model, bias=c.bias)
+        self.fc = nn.Linear(c.d_model, c.d_ff, bias=c.ffn_bias)
+        self.proj = nn.Linear(c.d_ff, c.d_model, bias=c.ffn_bias)
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x):
@@ -72,14 +87,18 @@ class TorchFeedForward(nn.Module):
 class TorchBlock(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.norm1 = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        self.pre_norm = c.norm_position == "pre"
+        self.norm1 = make_norm(c)
         self.attn = TorchAttention(c)
-        self.norm2 = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        self.norm2 = make_norm(c)
         self.ffn = TorchFeedForward(c)
 
     def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.ffn(self.norm2(x))
+        if self.pre_norm:
+            x = x + self.attn(self.norm1(x))
+            return x + self.ffn(self.norm2(x))
+        x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.ffn(x))
 
 
 class TorchTinyLM(nn.Module):
@@ -91,9 +110,9 @@ class TorchTinyLM(nn.Module):
             self.pos_emb = nn.Embedding(c.context_len, c.d_model)
         self.emb_dropout = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(TorchBlock(c) for _ in range(c.n_layers))
-        self.norm = nn.RMSNorm(c.d_model, eps=c.norm_eps)
+        self.norm = make_norm(c)
         if not c.tie_weights:
-            self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+            self.head = nn.Linear(c.d_model, c.vocab_size, bias=c.head_bias)
 
     def forward(self, ids, targets=None):
         T = ids.shape[1]
@@ -106,14 +125,36 @@ class TorchTinyLM(nn.Module):
         for block in self.blocks:
             x = block(x)
         x = self.norm(x)
-        logits = x @ (self.tok_emb.weight if self.c.tie_weights else self.head.weight).T
+        logits = x @ self.tok_emb.weight.T if self.c.tie_weights else self.head(x)
         loss = None if targets is None else TF.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         return logits, loss
 
 
 def twin_of(model):
     """A TorchTinyLM with the tensorlab model's config and a copy of its weights."""
-    c = model.config
-    twin = TorchTinyLM(c).to(getattr(torch, c.dtype))
-    twin.load_state_dict({name: torch.from_numpy(array.copy()) for name, array in model.state_dict().items()})
+    return from_state_dict(model.config, model.state_dict())
+
+
+def from_state_dict(config, arrays):
+    """A TorchTinyLM for a ModelConfig, its weights copied from a dict of name -> NumPy array."""
+    twin = TorchTinyLM(config).to(getattr(torch, config.dtype))
+    twin.load_state_dict({name: torch.from_numpy(np.array(array)) for name, array in arrays.items()})
     return twin
+
+
+def load_tensorlab_run(run_dir, checkpoint="best"):
+    """The model of a tensorlab run directory (its config.json and checkpoints/<checkpoint>) as a TorchTinyLM."""
+    from models.export import load_run_model
+    model, _ = load_run_model(run_dir, checkpoint)
+    return twin_of(model)
+
+
+def load_exported(export_dir):
+    """A TorchTinyLM from the model.safetensors and config.json that `train.py export` writes."""
+    from safetensors.torch import load_file
+
+    from models.export import read_exported_config
+    config = read_exported_config(export_dir)
+    model = TorchTinyLM(config).to(getattr(torch, config.dtype))
+    model.load_state_dict(load_file(str(Path(export_dir) / "model.safetensors")))
+    return model
