@@ -14,13 +14,14 @@ cuRAND seed from each key (`numpy.random.SeedSequence(key).generate_state(1, uin
 so two draws of a long run may share a stream (about n^2 / 2^33 pairs in n draws):
 harmless for dropout masks, and the same on every run of that seed.
 """
+
 import numpy as np
 
 from tensorlab import backend
 
 _seed = 0
-_cpu = None          # the CPU Generator, made from _seed on first use
-_device_draws = {}   # device -> how many draws it has made since the seed was set
+_cpu = None  # the CPU Generator, made from _seed on first use
+_device_draws = {}  # device -> how many draws it has made since the seed was set
 
 
 def manual_seed(seed):
