@@ -6,7 +6,7 @@
     python train.py eval runs/tiny                     a full validation pass of the best checkpoint
     python train.py generate runs/tiny --prompt "ROMEO:" --max-new-tokens 200 --temperature 0.8 --top-k 40
     python train.py sweep configs/seed_d128.json configs/seed_d256.json --out runs/sweep
-    python train.py export runs/tiny                   model.safetensors + config.json for PyTorch (models/torch_model.py)
+    python train.py export runs/tiny                   model.safetensors + config.json for PyTorch
 
 Every setting of models/train_config.py and models/config.py is a flag (d_model -> --d-model); flags
 override --config. configs/seed_000.json ... seed_004.json reproduce the reference reports (docs/seeds.md).
@@ -27,6 +27,7 @@ schedule's saved state. Runs bounded by --max-steps alone are exactly repeatable
 time-bounded ones depend on the machine's speed. With --schedule plateau the lr warms up, then
 halves (plateau_factor) whenever the validation loss stalls; constant warms up and stays.
 """
+
 import argparse
 import math
 import os
@@ -65,6 +66,7 @@ class UsageError(Exception):
 
 # ----- data and the run directory ------------------------------------------------------------------------
 
+
 def load_data(cfg, tokenizer=None):
     """The corpus as (tokenizer, train ids, val ids, corpus sha256); trains the tokenizer unless one is given."""
     try:
@@ -77,12 +79,15 @@ def load_data(cfg, tokenizer=None):
     seq_len = cfg.model.context_len
     for split, ids in (("training", train_ids), ("validation", val_ids)):
         if len(ids) < seq_len + 1:
-            raise UsageError(f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={seq_len} "
-                             f"needs at least {seq_len + 1}; use more text, a smaller --seq-len or another "
-                             f"--val-fraction")
+            raise UsageError(
+                f"corpus too small: its {split} split has {len(ids)} tokens, but seq_len={seq_len} "
+                f"needs at least {seq_len + 1}; use more text, a smaller --seq-len or another "
+                f"--val-fraction"
+            )
     if cfg.split == "random_windows":  # validate on leaky windows, as report 000 did; see models/data.py
-        train_ids, val_ids, _ = random_window_split(np.concatenate([train_ids, val_ids]), seq_len,
-                                                    cfg.val_fraction, cfg.seed)
+        train_ids, val_ids, _ = random_window_split(
+            np.concatenate([train_ids, val_ids]), seq_len, cfg.val_fraction, cfg.seed
+        )
     return tokenizer, train_ids, val_ids, sha256_hex(text.encode("utf-8"))
 
 
@@ -103,13 +108,15 @@ def checked_config(cfg):
     if cfg.device == "cuda" and not backend.gpu_available():
         raise UsageError("device cuda was asked for, but CuPy is not installed or sees no GPU; use --device cpu")
     m = cfg.model
-    attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len ** 2 * 4  # scores, probs, grads
+    attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len**2 * 4  # scores, probs, grads
     available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else math.inf
     if cfg.device == "cpu" and attention_bytes > available / 2:
         fits = int(math.sqrt(available / 2 / (6 * m.n_layers * cfg.batch_size * m.n_heads * 4)))
-        raise UsageError(f"--seq-len {m.context_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
-                         f"(this machine has {available / 2**30:.0f} GiB); at --batch-size {cfg.batch_size} a "
-                         f"--seq-len up to about {fits} fits")
+        raise UsageError(
+            f"--seq-len {m.context_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
+            f"(this machine has {available / 2**30:.0f} GiB); at --batch-size {cfg.batch_size} a "
+            f"--seq-len up to about {fits} fits"
+        )
     return cfg
 
 
@@ -123,8 +130,9 @@ def check_writable(run_dir):
     try:  # a real probe: permissions, read-only filesystems and root all answer truthfully
         fd, probe = tempfile.mkstemp(dir=existing, prefix=".tensorlab-probe-")
     except OSError as err:
-        raise UsageError(f"--out {run_dir}: cannot write in {existing} ({err.strerror}); choose another --out") \
-            from None
+        raise UsageError(
+            f"--out {run_dir}: cannot write in {existing} ({err.strerror}); choose another --out"
+        ) from None
     os.close(fd)
     os.unlink(probe)
 
@@ -138,8 +146,10 @@ def check_new_out(run_dir):
         return
     names = {p.name for p in run_dir.iterdir()}
     if names and not (names <= RUN_FILES and not checkpoint.exists(run_dir / "checkpoints" / "latest")):
-        raise UsageError(f"--out {run_dir} already exists and is not empty; choose a new directory, "
-                         f"or continue that run with --resume {run_dir}")
+        raise UsageError(
+            f"--out {run_dir} already exists and is not empty; choose a new directory, "
+            f"or continue that run with --resume {run_dir}"
+        )
 
 
 def prepare_run(cfg, run_dir, resume=False, on_step=None):
@@ -165,8 +175,11 @@ def resumed_tokenizer(cfg, run_dir):
     if not (run_dir / "config.json").is_file():
         raise UsageError(f"cannot resume {run_dir}: it has no config.json")
     saved = TrainConfig.from_json(run_dir / "config.json")
-    changed = [f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
-               for k in ("pretokenizer", "val_fraction", "preprocess", "split") if getattr(saved, k) != getattr(cfg, k)]
+    changed = [
+        f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
+        for k in ("pretokenizer", "val_fraction", "preprocess", "split")
+        if getattr(saved, k) != getattr(cfg, k)
+    ]
     if saved.model.vocab_size != cfg.model.vocab_size:
         changed.append(f"vocab_size ({saved.model.vocab_size} -> {cfg.model.vocab_size})")
     if changed:
@@ -183,19 +196,26 @@ def restore(trainer, latest, corpus_sha):
     except (CheckpointError, MetricsError) as err:
         raise UsageError(f"cannot resume: {err}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise UsageError(f"cannot resume: {checkpoint.checkpoint_path(latest)} does not hold a training state "
-                         f"({type(err).__name__}: {err})") from None
+        raise UsageError(
+            f"cannot resume: {checkpoint.checkpoint_path(latest)} does not hold a training state "
+            f"({type(err).__name__}: {err})"
+        ) from None
     if trainer.progress["corpus_sha256"] != corpus_sha:
-        raise UsageError(f"cannot resume {trainer.run_dir}: the corpus differs from the one it was trained on "
-                         f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
-                         f"give that file with --data")
+        raise UsageError(
+            f"cannot resume {trainer.run_dir}: the corpus differs from the one it was trained on "
+            f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
+            f"give that file with --data"
+        )
     if not exact:
-        print(f"note: {checkpoint.checkpoint_path(latest)} was saved on a GPU before tensorlab saved the dropout "
-              "draw counts, so this resumed run draws other dropout masks than an uninterrupted one would",
-              file=sys.stderr)
+        print(
+            f"note: {checkpoint.checkpoint_path(latest)} was saved on a GPU before tensorlab saved the dropout "
+            "draw counts, so this resumed run draws other dropout masks than an uninterrupted one would",
+            file=sys.stderr,
+        )
 
 
 # ----- training ------------------------------------------------------------------------------------------
+
 
 def train(trainer, report=True):
     """Run a prepared Trainer to its end, then write the report; returns the final metrics row (None: interrupted)."""
@@ -206,40 +226,64 @@ def train(trainer, report=True):
     write_atomically(run_dir / "config.json", cfg.to_json().encode("utf-8"))
     if not (run_dir / "tokenizer.json").exists():
         trainer.tokenizer.save(run_dir / "tokenizer.json")
-    print(f"training {trainer.model.num_parameters():,} parameters on {len(trainer.train_ids):,} tokens "
-          f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}", file=sys.stderr)
-    bar = tqdm(total=cfg.max_steps or None, initial=trainer.progress["step"], desc=run_dir.name, unit="step",
-               dynamic_ncols=True, mininterval=0.5)
+    print(
+        f"training {trainer.model.num_parameters():,} parameters on {len(trainer.train_ids):,} tokens "
+        f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}",
+        file=sys.stderr,
+    )
+    bar = tqdm(
+        total=cfg.max_steps or None,
+        initial=trainer.progress["step"],
+        desc=run_dir.name,
+        unit="step",
+        dynamic_ncols=True,
+        mininterval=0.5,
+    )
     user_on_step = trainer.on_step
     trainer.on_step = lambda step: (bar.update(1), user_on_step(step))
 
     def log(row):
-        bar.write(f"step {row['step']}: val loss {row['val_loss']:.4f}, perplexity {row['perplexity']:.2f}, "
-                  f"bits/byte {row['bits_per_byte']:.4f}")
+        bar.write(
+            f"step {row['step']}: val loss {row['val_loss']:.4f}, perplexity {row['perplexity']:.2f}, "
+            f"bits/byte {row['bits_per_byte']:.4f}"
+        )
 
     try:
         with _StopOnSignal() as stop:
             final = trainer.fit(lambda: stop.requested, log)
     except KeyboardInterrupt:
-        print(f"interrupted in the middle of a step: not saved; the latest checkpoint is the one saved before "
-              f"step {trainer.progress['step'] + 1}", file=sys.stderr)
+        print(
+            f"interrupted in the middle of a step: not saved; the latest checkpoint is the one saved before "
+            f"step {trainer.progress['step'] + 1}",
+            file=sys.stderr,
+        )
         return None
     finally:
         bar.close()
         trainer.on_step = user_on_step
     if final is None:
-        print(f"interrupted at step {trainer.progress['step']}: saved {run_dir / 'checkpoints' / 'latest'}; "
-              f"continue with python train.py --resume {run_dir}", file=sys.stderr)
+        print(
+            f"interrupted at step {trainer.progress['step']}: saved {run_dir / 'checkpoints' / 'latest'}; "
+            f"continue with python train.py --resume {run_dir}",
+            file=sys.stderr,
+        )
         return None
     if trainer.cfg.split == "random_windows":
         final = {**final, **compare_with_ordered_split(trainer, final)}
     if report:
         from models.report import write_outputs  # matplotlib loads only when a run finishes
+
         write_outputs(trainer, final)
-    outputs = "report.md, metrics.jsonl, samples.txt, topk.md, figures/, checkpoints/" if report else \
-        "metrics.jsonl, checkpoints/ (no report: --no-report)"
-    print(f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
-          f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: {outputs}", file=sys.stderr)
+    outputs = (
+        "report.md, metrics.jsonl, samples.txt, topk.md, figures/, checkpoints/"
+        if report
+        else "metrics.jsonl, checkpoints/ (no report: --no-report)"
+    )
+    print(
+        f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
+        f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: {outputs}",
+        file=sys.stderr,
+    )
     return final
 
 
@@ -267,16 +311,20 @@ class _StopOnSignal:
 
 # ----- the command line ----------------------------------------------------------------------------------
 
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors become one-line UsageErrors instead of usage text."""
+
     def error(self, message):
         raise UsageError(message)
 
 
 def train_parser():
     """The parser of plain `train.py [flags]`: --config, --out, --resume and one flag per TrainConfig field."""
-    parser = _Parser(prog="train.py", description="Train the tiny transformer LM (subcommands: eval, generate, "
-                                                  "sweep: see `train.py eval --help`).")
+    parser = _Parser(
+        prog="train.py",
+        description="Train the tiny transformer LM (subcommands: eval, generate, sweep: see `train.py eval --help`).",
+    )
     parser.add_argument("--config", metavar="FILE", help="JSON config file (configs/*.json)")
     parser.add_argument("--out", metavar="DIR", help="run directory (default: runs/<config name>-<time>)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its latest checkpoint")
@@ -288,15 +336,22 @@ def train_parser():
 def compare_with_ordered_split(run, final):
     """The random-window split's number beside the ordered held-out tail's, which training never saw."""
     text = preprocess(load_corpus(run.cfg.data), run.cfg.preprocess)
-    _, _, ordered = random_window_split(run.tokenizer.encode(text), run.cfg.model.context_len,
-                                        run.cfg.val_fraction, run.cfg.seed)
+    _, _, ordered = random_window_split(
+        run.tokenizer.encode(text), run.cfg.model.context_len, run.cfg.val_fraction, run.cfg.seed
+    )
     honest = evaluate(run.model, ordered, run.tokenizer, run.cfg.batch_size)
-    note = (f"random-window split: validation perplexity {final['perplexity']:.2f} is optimistic; the ordered "
-            f"held-out tail gives {honest['perplexity']:.2f} ({honest['perplexity'] / final['perplexity']:.2f}x "
-            f"higher), because overlapping windows put validation text into training")
+    note = (
+        f"random-window split: validation perplexity {final['perplexity']:.2f} is optimistic; the ordered "
+        f"held-out tail gives {honest['perplexity']:.2f} ({honest['perplexity'] / final['perplexity']:.2f}x "
+        f"higher), because overlapping windows put validation text into training"
+    )
     print(note, file=sys.stderr)
-    return {"ordered_val_loss": honest["loss"], "ordered_perplexity": honest["perplexity"],
-            "ordered_bits_per_byte": honest["bits_per_byte"], "split_note": note}
+    return {
+        "ordered_val_loss": honest["loss"],
+        "ordered_perplexity": honest["perplexity"],
+        "ordered_bits_per_byte": honest["bits_per_byte"],
+        "split_note": note,
+    }
 
 
 def resolve_config(args):
@@ -346,8 +401,10 @@ def load_run(run_dir, checkpoint_name="best", data=None, device=None):
         model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
         path = run_dir / "checkpoints" / checkpoint_name
         if not checkpoint.exists(path):
-            raise UsageError(f"{run_dir} has no {checkpoint_name} checkpoint yet (none is written before the first "
-                             f"evaluation); continue the run with --resume {run_dir}")
+            raise UsageError(
+                f"{run_dir} has no {checkpoint_name} checkpoint yet (none is written before the first "
+                f"evaluation); continue the run with --resume {run_dir}"
+            )
         state = load_checkpoint(path, model)
     except (ConfigError, CheckpointError, ValueError) as err:
         raise UsageError(str(err)) from None
@@ -371,12 +428,16 @@ def cmd_eval(argv):
     _, _, val_ids, corpus_sha = load_data(cfg, tokenizer)
     trained_on = run_corpus_sha(args.run_dir)
     if args.data and trained_on not in (None, corpus_sha) and not args.force:
-        raise UsageError(f"--data {args.data} is not the corpus {args.run_dir} was trained on (sha256 "
-                         f"{corpus_sha[:12]}..., the run's {trained_on[:12]}...); add --force to evaluate on it anyway")
+        raise UsageError(
+            f"--data {args.data} is not the corpus {args.run_dir} was trained on (sha256 "
+            f"{corpus_sha[:12]}..., the run's {trained_on[:12]}...); add --force to evaluate on it anyway"
+        )
     result = evaluate(model, val_ids, tokenizer, cfg.batch_size)
-    print(f"{args.run_dir} ({args.checkpoint}, step {state.get('progress', state).get('step')}): val loss "
-          f"{result['loss']:.4f}, perplexity {result['perplexity']:.3f}, bits per byte {result['bits_per_byte']:.4f} "
-          f"({result['tokens']:,} tokens, {result['bytes']:,} bytes)")
+    print(
+        f"{args.run_dir} ({args.checkpoint}, step {state.get('progress', state).get('step')}): val loss "
+        f"{result['loss']:.4f}, perplexity {result['perplexity']:.3f}, bits per byte {result['bits_per_byte']:.4f} "
+        f"({result['tokens']:,} tokens, {result['bytes']:,} bytes)"
+    )
     return 0
 
 
@@ -407,8 +468,9 @@ def cmd_generate(argv):
     if args.max_new_tokens < 0:
         raise UsageError(f"--max-new-tokens must be >= 0, got {args.max_new_tokens}")
     if not (math.isfinite(args.temperature) and args.temperature >= 0):
-        raise UsageError(f"--temperature must be a finite number >= 0 (0 picks the most likely token), "
-                         f"got {args.temperature}")
+        raise UsageError(
+            f"--temperature must be a finite number >= 0 (0 picks the most likely token), got {args.temperature}"
+        )
     _, tokenizer, model, _ = load_run(args.run_dir, args.checkpoint, device=args.device)
     if args.top_k is not None and not 1 <= args.top_k <= tokenizer.vocab_size:
         raise UsageError(f"--top-k must be in [1, {tokenizer.vocab_size}] (the vocabulary size), got {args.top_k}")
@@ -416,8 +478,9 @@ def cmd_generate(argv):
     if not len(prompt):
         raise UsageError("--prompt is empty; give some text to continue")
     try:
-        ids = model.generate(prompt[None, :], args.max_new_tokens, args.temperature, args.top_k,
-                             np.random.default_rng(args.seed))
+        ids = model.generate(
+            prompt[None, :], args.max_new_tokens, args.temperature, args.top_k, np.random.default_rng(args.seed)
+        )
     except ValueError as err:
         raise UsageError(str(err)) from None
     print(tokenizer.decode(ids[0]))
@@ -426,9 +489,12 @@ def cmd_generate(argv):
 
 def cmd_sweep(argv, on_step=None):
     """train.py sweep CONFIG... [--out DIR] [flags for every run]: an interrupted sweep continues when run again."""
-    parser = _Parser(prog="train.py sweep", description="Train several configs, each into its own subdirectory "
-                                                        "of --out, and compare them (sweep.md, sweep_perplexity.png). "
-                                                        "Run the same command again to continue an interrupted sweep.")
+    parser = _Parser(
+        prog="train.py sweep",
+        description="Train several configs, each into its own subdirectory "
+        "of --out, and compare them (sweep.md, sweep_perplexity.png). "
+        "Run the same command again to continue an interrupted sweep.",
+    )
     parser.add_argument("configs", nargs="+", metavar="CONFIG")
     parser.add_argument("--out", metavar="DIR", help="sweep directory (default: runs/sweep-<time>)")
     add_flags(parser)
@@ -438,9 +504,12 @@ def cmd_sweep(argv, on_step=None):
     if len(set(names)) != len(names):
         raise UsageError(f"sweep: config names must differ (each names a subdirectory), got {', '.join(names)}")
     check_writable(out)
-    if out.exists() and (not out.is_dir() or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png"}):
-        raise UsageError(f"--out {out} exists and holds more than this sweep's runs ({', '.join(names)}); "
-                         f"choose a new directory")
+    if out.exists() and (
+        not out.is_dir() or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png"}
+    ):
+        raise UsageError(
+            f"--out {out} exists and holds more than this sweep's runs ({', '.join(names)}); choose a new directory"
+        )
     trainers = []
     for path, name in zip(args.configs, names):  # check every config and its data before training any
         try:
@@ -458,10 +527,10 @@ def cmd_sweep(argv, on_step=None):
         rows.append(sweep_row(name, trainer, final))
     from models import plots
     from models.report import sweep_table
+
     table = sweep_table(rows)
     plots.sweep_perplexity(curves, out / "sweep_perplexity.png")
-    write_atomically(out / "sweep.md", f"# Sweep\n\n{table}\n![validation perplexity](sweep_perplexity.png)\n"
-                     .encode("utf-8"))
+    write_atomically(out / "sweep.md", f"# Sweep\n\n{table}\n![validation perplexity](sweep_perplexity.png)\n".encode())
     print(table + f"\nsweep outputs in {out}: sweep.md, sweep_perplexity.png", file=sys.stderr)
     return 0
 
@@ -474,12 +543,18 @@ def finished_row(trainer):
 
 def sweep_row(name, trainer, final):
     progress, cfg = trainer.progress, trainer.cfg
-    return {"config": name, "parameters": trainer.model.num_parameters(), "steps": progress["step"],
-            "minutes": progress["elapsed_s"] / 60,
-            "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
-            "best val loss": progress["best_val_loss"], "final val loss": final["val_loss"],
-            "perplexity": final["perplexity"], "bits per byte": final["bits_per_byte"],
-            "tokenizer": f"{cfg.pretokenizer} {trainer.tokenizer.vocab_size}"}
+    return {
+        "config": name,
+        "parameters": trainer.model.num_parameters(),
+        "steps": progress["step"],
+        "minutes": progress["elapsed_s"] / 60,
+        "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
+        "best val loss": progress["best_val_loss"],
+        "final val loss": final["val_loss"],
+        "perplexity": final["perplexity"],
+        "bits per byte": final["bits_per_byte"],
+        "tokenizer": f"{cfg.pretokenizer} {trainer.tokenizer.vocab_size}",
+    }
 
 
 COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep, "export": cmd_export}
@@ -504,8 +579,11 @@ def main(argv=None, on_step=None):
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
     except MemoryError:  # CuPy's OutOfMemoryError is one too
-        print("train.py: error: out of memory; try a smaller --batch-size or --seq-len (the attention of one layer "
-              "holds batch_size * n_heads * seq_len^2 numbers)", file=sys.stderr)
+        print(
+            "train.py: error: out of memory; try a smaller --batch-size or --seq-len (the attention of one layer "
+            "holds batch_size * n_heads * seq_len^2 numbers)",
+            file=sys.stderr,
+        )
         return 2
     except SystemExit as exit:  # --help
         return exit.code or 0

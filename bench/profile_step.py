@@ -8,6 +8,7 @@ as separate primitive ops instead of the fused op, to see what fusing buys.
     python bench/profile_step.py --config seed_d256
     python bench/profile_step.py --config seed_d256 --composed-attention
 """
+
 import argparse
 import cProfile
 import importlib
@@ -46,6 +47,7 @@ def build_step(name, composed_attention, dropout):
         loss.backward()
         clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+
     return step
 
 
@@ -53,6 +55,7 @@ def method_names():
     """(file, first line) -> "Class.method" for every forward/backward in tensorlab.ops and every optimizer update."""
     import tensorlab.ops
     import tensorlab.optim
+
     names = {}
     modules = [importlib.import_module(f"tensorlab.ops.{m.name}") for m in pkgutil.iter_modules(tensorlab.ops.__path__)]
     for module in modules + [tensorlab.optim]:
@@ -62,8 +65,9 @@ def method_names():
                 if fn is not None:
                     code = fn.__code__
                     names[(code.co_filename, code.co_firstlineno)] = f"{cls_name}.{method}"
-    names[(inspect.getsourcefile(tensorlab.optim.clip_grad_norm),
-           tensorlab.optim.clip_grad_norm.__code__.co_firstlineno)] = "clip_grad_norm"
+    names[
+        (inspect.getsourcefile(tensorlab.optim.clip_grad_norm), tensorlab.optim.clip_grad_norm.__code__.co_firstlineno)
+    ] = "clip_grad_norm"
     return names
 
 
@@ -93,14 +97,17 @@ def main(argv=None):
             rows.append((1e3 * cumulative / args.steps, calls // args.steps, names[filename, line]))
     rows.sort(reverse=True)
     attention = "composed primitives" if args.composed_attention else "fused op"
-    print(f"{args.config}, attention as {attention}, dropout {args.dropout}: {step_ms:.0f} ms per step "
-          f"(under cProfile)")
+    print(
+        f"{args.config}, attention as {attention}, dropout {args.dropout}: {step_ms:.0f} ms per step (under cProfile)"
+    )
     print(f"{'ms/step':>8} {'share':>6} {'calls':>6}  where")
     for ms, calls, owner in rows[: args.rows]:
         print(f"{ms:8.1f} {100 * ms / step_ms:5.1f}% {calls:6d}  {owner}")
     counted = sum(r[0] for r in rows)
-    print(f"{counted:8.1f} {100 * counted / step_ms:5.1f}%         all of the above; the rest is the graph walk, "
-          f"the model's Python code and the profiler itself")
+    print(
+        f"{counted:8.1f} {100 * counted / step_ms:5.1f}%         all of the above; the rest is the graph walk, "
+        f"the model's Python code and the profiler itself"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ initial weights.
 
     python bench/quality.py configs/seed_d256.json --minutes 10 --data ../shared/data/tinyshakespeare.txt
 """
+
 import argparse
 import math
 import multiprocessing as mp
@@ -30,6 +31,7 @@ def train_for(framework, cfg_dict, data_path, minutes, threads, results):
         results.put(("ok", _train_for(framework, cfg_dict, data_path, minutes, threads)))
     except BaseException:
         import traceback
+
         results.put(("error", traceback.format_exc()))
 
 
@@ -38,6 +40,7 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
     import train
     from models.data import eval_windows, random_windows
     from models.train_config import TrainConfig
+
     cfg = TrainConfig.from_dict(cfg_dict)
     with np.load(data_path) as data:
         train_ids, val_ids, weights = data["train"], data["val"], {k[2:]: data[k] for k in data.files if k[:2] == "w/"}
@@ -56,18 +59,26 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
     for x, y in eval_windows(val_ids, cfg.model.context_len, cfg.batch_size):
         total_nll += score(x, y) * y.size
         n += y.size
-    return dict(steps=step, seconds=seconds, tokens_per_s=step * cfg.batch_size * cfg.model.context_len / seconds,
-                last_train_loss=loss, val_loss=total_nll / n, val_perplexity=math.exp(total_nll / n),
-                val_tokens=n)
+    return dict(
+        steps=step,
+        seconds=seconds,
+        tokens_per_s=step * cfg.batch_size * cfg.model.context_len / seconds,
+        last_train_loss=loss,
+        val_loss=total_nll / n,
+        val_perplexity=math.exp(total_nll / n),
+        val_tokens=n,
+    )
 
 
 def _tensorlab(cfg, weights, threads):
     from models.transformer import TinyTransformerLM, inference
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+
     model = TinyTransformerLM(cfg.model)
     model.load_state_dict(weights)
-    optimizer = AdamW(weight_decay_groups(model.named_parameters(), cfg.weight_decay), lr=cfg.lr,
-                      betas=(cfg.beta1, cfg.beta2))
+    optimizer = AdamW(
+        weight_decay_groups(model.named_parameters(), cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2)
+    )
 
     def step(x, y, lr):
         for group in optimizer.param_groups:
@@ -83,20 +94,26 @@ def _tensorlab(cfg, weights, threads):
     def score(x, y):
         with inference(model):
             return float(model(x, y)[1].item())
+
     return step, score
 
 
 def _torch(cfg, weights, threads):
     import torch
+
     from models.torch_model import TorchTinyLM
+
     torch.set_num_threads(threads)
     torch.manual_seed(cfg.seed)
     model = TorchTinyLM(cfg.model)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+    )
 
     def step(x, y, lr):
         for group in optimizer.param_groups:
@@ -114,6 +131,7 @@ def _torch(cfg, weights, threads):
     def score(x, y):
         model.eval()
         return float(model(torch.from_numpy(x), torch.from_numpy(y))[1].item())
+
     return step, score
 
 
@@ -122,6 +140,7 @@ def prepare(cfg, data_path):
     sys.path.insert(0, str(ROOT))
     import train
     from models.transformer import TinyTransformerLM  # noqa: F401 (train.new_model builds it)
+
     tokenizer, train_ids, val_ids, _ = train.load_data(cfg)
     model = train.new_model(cfg, tokenizer)
     np.savez(data_path, train=train_ids, val=val_ids, **{f"w/{k}": v for k, v in model.state_dict().items()})
@@ -142,25 +161,35 @@ def main(argv=None):
         os.environ[var] = str(args.threads)
     sys.path.insert(0, str(ROOT))
     from models.train_config import TrainConfig
+
     cfg = TrainConfig.from_json(args.config).replace(data=args.data, device="cpu")
     data_path = Path(args.tmp) / f"quality_{Path(args.config).stem}_{os.getpid()}.npz"
     cfg = cfg.replace(vocab_size=prepare(cfg, data_path))
-    print(f"{args.config}: {args.minutes:g} minutes of training each, {args.threads} threads, "
-          f"batch {cfg.batch_size} x {cfg.model.context_len}, lr {cfg.lr} -> {cfg.min_lr}, dropout {cfg.model.dropout}", flush=True)
+    print(
+        f"{args.config}: {args.minutes:g} minutes of training each, {args.threads} threads, "
+        f"batch {cfg.batch_size} x {cfg.model.context_len}, lr {cfg.lr} -> {cfg.min_lr}, dropout {cfg.model.dropout}",
+        flush=True,
+    )
     results = {}
     context = mp.get_context("spawn")
     for framework in ("tensorlab", "pytorch"):
         answers = context.Queue()
-        process = context.Process(target=train_for, args=(framework, cfg.to_dict(), str(data_path), args.minutes,
-                                                          args.threads, answers), daemon=True)
+        process = context.Process(
+            target=train_for,
+            args=(framework, cfg.to_dict(), str(data_path), args.minutes, args.threads, answers),
+            daemon=True,
+        )
         process.start()
         status, value = _wait(process, answers, framework, timeout=60 * args.minutes + 900)
         if status == "error":
             sys.exit(f"quality.py: the {framework} run failed:\n{value}")
         results[framework] = value
-        print(f"{framework:10} {value['steps']:6d} steps in {value['seconds']:.0f} s, {value['tokens_per_s']:,.0f} "
-              f"tokens/s, last train loss {value['last_train_loss']:.3f}, validation loss {value['val_loss']:.4f}, "
-              f"perplexity {value['val_perplexity']:.2f} ({value['val_tokens']:,} tokens)", flush=True)
+        print(
+            f"{framework:10} {value['steps']:6d} steps in {value['seconds']:.0f} s, {value['tokens_per_s']:,.0f} "
+            f"tokens/s, last train loss {value['last_train_loss']:.3f}, validation loss {value['val_loss']:.4f}, "
+            f"perplexity {value['val_perplexity']:.2f} ({value['val_tokens']:,} tokens)",
+            flush=True,
+        )
     data_path.unlink()
     tl, pt = results["tensorlab"]["val_perplexity"], results["pytorch"]["val_perplexity"]
     print(f"validation perplexity after {args.minutes:g} minutes: tensorlab {tl:.2f}, pytorch {pt:.2f}")

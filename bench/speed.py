@@ -20,6 +20,7 @@ its resident memory moved (flat means no graph is kept alive).
 
 The last line reads `worst step ratio tensorlab/pytorch: R`.
 """
+
 import argparse
 import json
 import multiprocessing as mp
@@ -44,6 +45,7 @@ def bench_configs(include_default):
     default_file = ROOT / "configs" / "default.json"
     if include_default and default_file.exists():
         from models.train_config import TrainConfig
+
         train = TrainConfig.from_json(default_file)
         model = {**train.model.to_dict(), "dropout": 0.0}
         configs["default"] = (model, train.batch_size, train.model.context_len)
@@ -57,12 +59,14 @@ def worker(framework, model_config, weights_path, batch_size, seq_len, device, t
         _serve(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn)
     except BaseException:  # the parent prints it and stops the benchmark
         import traceback
+
         conn.send(("error", traceback.format_exc()))
 
 
 def _serve(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn):
     sys.path.insert(0, str(ROOT))
     import numpy as np
+
     if framework == "tensorlab":
         step, generate = _tensorlab_step(model_config, weights_path, device)
     else:
@@ -103,12 +107,14 @@ def _serve(framework, model_config, weights_path, batch_size, seq_len, device, t
 
 def _tensorlab_step(model_config, weights_path, device):
     import numpy as np
+
     import tensorlab
     from models.config import ModelConfig
     from models.transformer import TinyTransformerLM
     from tensorlab.backend import module_for
     from tensorlab.memory import keep_freed_memory
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+
     keep_freed_memory()  # as train.py does: reuse freed arrays instead of page-faulting fresh ones each step
     model = TinyTransformerLM(ModelConfig(**model_config))
     with np.load(weights_path) as weights:
@@ -128,6 +134,7 @@ def _tensorlab_step(model_config, weights_path, device):
     def generate(prompt, n, cache):
         model.generate(prompt, n, temperature=1.0, top_k=50, rng=np.random.default_rng(0), kv_cache=cache)
         sync()
+
     tensorlab.manual_seed(0)
     return step, generate
 
@@ -135,8 +142,10 @@ def _tensorlab_step(model_config, weights_path, device):
 def _torch_step(model_config, weights_path, device, threads):
     import numpy as np
     import torch
+
     from models.config import ModelConfig
     from models.torch_model import TorchTinyLM
+
     torch.set_num_threads(threads)
     config = ModelConfig(**model_config)
     model = TorchTinyLM(config)
@@ -145,8 +154,9 @@ def _torch_step(model_config, weights_path, device, threads):
     model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3
+    )
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
     def step(x, y):
@@ -161,12 +171,13 @@ def _torch_step(model_config, weights_path, device, threads):
     def generate(prompt, n, cache):  # the twin has no cache: always the whole window
         ids = torch.from_numpy(prompt).to(device)
         for _ in range(n):
-            logits, _ = model(ids[:, -config.context_len:])
+            logits, _ = model(ids[:, -config.context_len :])
             logits = logits[:, -1, :]
             kth = torch.topk(logits, 50).values[:, -1:]
             probs = torch.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)
             ids = torch.cat([ids, torch.multinomial(probs, 1)], dim=1)
         sync()
+
     return step, generate
 
 
@@ -186,8 +197,9 @@ class Worker:
     def __init__(self, framework, args, *worker_args):
         self.framework, self.timeout = framework, args.timeout
         self.conn, child_end = mp.Pipe()
-        self.process = mp.get_context("spawn").Process(target=worker, args=(framework, *worker_args, child_end),
-                                                       daemon=True)
+        self.process = mp.get_context("spawn").Process(
+            target=worker, args=(framework, *worker_args, child_end), daemon=True
+        )
         self.process.start()
         child_end.close()  # so a dead worker shows as EOF here
         self.ask(None)
@@ -203,8 +215,9 @@ class Worker:
             status, value = self.conn.recv()
         except (EOFError, OSError):  # the pipe's other end is gone (OSError: broken pipe, connection reset)
             self.process.join(5)
-            raise WorkerDied(f"{self.framework} worker died (exit code {self.process.exitcode}) "
-                             f"during {command!r}") from None
+            raise WorkerDied(
+                f"{self.framework} worker died (exit code {self.process.exitcode}) during {command!r}"
+            ) from None
         if status == "error":
             self.stop()
             raise WorkerDied(f"{self.framework} worker failed during {command!r}:\n{value}")
@@ -225,17 +238,20 @@ class Worker:
 def run_config(name, model_config, batch_size, seq_len, args):
     sys.path.insert(0, str(ROOT))
     import numpy as np
+
     import tensorlab
     from models.config import ModelConfig
     from models.transformer import TinyTransformerLM
+
     tensorlab.manual_seed(0)
     weights_path = Path(args.tmp) / f"{name}_weights.npz"
     np.savez(weights_path, **TinyTransformerLM(ModelConfig(**model_config)).state_dict())
     workers = {}
     try:
         for fw in ("tensorlab", "pytorch"):
-            workers[fw] = Worker(fw, args, model_config, str(weights_path), batch_size, seq_len, args.device,
-                                 args.threads)
+            workers[fw] = Worker(
+                fw, args, model_config, str(weights_path), batch_size, seq_len, args.device, args.threads
+            )
         return _measure(name, workers, batch_size, seq_len, args)
     finally:
         for w in workers.values():
@@ -252,17 +268,25 @@ def _measure(name, workers, batch_size, seq_len, args):
             # Between blocks only (never inside one): let the other worker's BLAS threads stop spinning.
             time.sleep(args.settle)
             blocks[fw].append(statistics.median(w.ask("block", args.block_steps)))
-    result = {"config": name, "batch": batch_size, "seq_len": seq_len,
-              "block_ratios": [a / b for a, b in zip(blocks["tensorlab"], blocks["pytorch"])]}
+    result = {
+        "config": name,
+        "batch": batch_size,
+        "seq_len": seq_len,
+        "block_ratios": [a / b for a, b in zip(blocks["tensorlab"], blocks["pytorch"])],
+    }
     for fw, w in workers.items():
         median = statistics.median(blocks[fw])
-        result[fw] = {"step_ms": 1e3 * median, "tokens_per_s": batch_size * seq_len / median,
-                      "block_ms": [1e3 * b for b in blocks[fw]]}
+        result[fw] = {
+            "step_ms": 1e3 * median,
+            "tokens_per_s": batch_size * seq_len / median,
+            "block_ms": [1e3 * b for b in blocks[fw]],
+        }
         if args.gen_tokens:
             result[fw]["generate_tokens_per_s"] = w.ask("generate", (args.gen_tokens, False))
     if args.gen_tokens:
         result["tensorlab"]["generate_cached_tokens_per_s"] = workers["tensorlab"].ask(
-            "generate", (args.gen_tokens, True))
+            "generate", (args.gen_tokens, True)
+        )
     if args.memory_steps:
         result["tensorlab"]["rss_mb_over_steps"] = workers["tensorlab"].ask("rss_over", args.memory_steps)
     for fw, w in workers.items():
@@ -280,16 +304,22 @@ def print_result(r):
         blocks = " ".join(f"{b:.1f}" for b in m["block_ms"])
         print(f"  {label:12}{m['step_ms']:>10.1f}{m['tokens_per_s']:>11.0f}{m['peak_rss_mb']:>13.0f}  {blocks}")
     ratios = " ".join(f"{x:.3f}" for x in r["block_ratios"])
-    print(f"  step ratio tensorlab/pytorch: {r['step_ratio']:.3f} (median of blocks {ratios})   "
-          f"peak memory ratio: {r['memory_ratio']:.3f}")
+    print(
+        f"  step ratio tensorlab/pytorch: {r['step_ratio']:.3f} (median of blocks {ratios})   "
+        f"peak memory ratio: {r['memory_ratio']:.3f}"
+    )
     if "generate_tokens_per_s" in tl:
-        print(f"  generation tokens/s: tensorlab cached {tl['generate_cached_tokens_per_s']:.1f}, "
-              f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, "
-              f"pytorch uncached {pt['generate_tokens_per_s']:.1f}")
+        print(
+            f"  generation tokens/s: tensorlab cached {tl['generate_cached_tokens_per_s']:.1f}, "
+            f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, "
+            f"pytorch uncached {pt['generate_tokens_per_s']:.1f}"
+        )
     if "rss_mb_over_steps" in tl:
         rss = tl["rss_mb_over_steps"]
-        print(f"  tensorlab RSS over {len(rss)} samples of the memory run: first {rss[0]:.0f} MB, "
-              f"max {max(rss):.0f} MB, last {rss[-1]:.0f} MB")
+        print(
+            f"  tensorlab RSS over {len(rss)} samples of the memory run: first {rss[0]:.0f} MB, "
+            f"max {max(rss):.0f} MB, last {rss[-1]:.0f} MB"
+        )
 
 
 def main(argv=None):
@@ -299,11 +329,16 @@ def main(argv=None):
     parser.add_argument("--blocks", type=int, default=3, help="timed blocks per framework, alternating (>= 3)")
     parser.add_argument("--block-steps", type=int, default=10, help="consecutive steps per block (>= 10)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per worker before the blocks")
-    parser.add_argument("--settle", type=float, default=0.5,
-                        help="seconds of idle time between blocks, so the other worker's threads stop spinning")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0.5,
+        help="seconds of idle time between blocks, so the other worker's threads stop spinning",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for any worker answer")
-    parser.add_argument("--gen-tokens", type=int, default=32, help="tokens generated for the generation speed "
-                        "(0: skip)")
+    parser.add_argument(
+        "--gen-tokens", type=int, default=32, help="tokens generated for the generation speed (0: skip)"
+    )
     parser.add_argument("--memory-steps", type=int, default=0, help="also run N steps and watch tensorlab's RSS")
     parser.add_argument("--configs", nargs="*", help="a subset of: seed_d128 seed_d256 default")
     parser.add_argument("--json", help="also write the results to this JSON file")
@@ -319,9 +354,11 @@ def main(argv=None):
     unknown = [c for c in chosen if c not in configs]
     if unknown:
         parser.error(f"unknown config(s) {unknown}; choose from {list(configs)}")
-    print(f"device {args.device}, {args.threads} threads, {args.blocks} blocks of {args.block_steps} consecutive "
-          f"steps per framework after {args.warmup} warm-up, alternating; ratio = median over block pairs "
-          f"(step: forward, backward, clip, AdamW)")
+    print(
+        f"device {args.device}, {args.threads} threads, {args.blocks} blocks of {args.block_steps} consecutive "
+        f"steps per framework after {args.warmup} warm-up, alternating; ratio = median over block pairs "
+        f"(step: forward, backward, clip, AdamW)"
+    )
     try:
         results = [run_config(name, *configs[name], args) for name in chosen]
     except WorkerDied as error:

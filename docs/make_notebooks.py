@@ -13,6 +13,7 @@ becomes one notebook in OUT_DIR (default docs/notebooks/):
 
 Needs nbformat (pip install -e ".[docs]").
 """
+
 import os
 import re
 import sys
@@ -39,7 +40,7 @@ def cells_of(text):
         i += 1
         while i < len(lines) and not (lines[i].strip().startswith(fence) and not lines[i].strip().strip(fence[0])):
             i += 1
-        body, raw = textwrap.dedent("\n".join(lines[start + 1:i])), lines[start:i + 1]
+        body, raw = textwrap.dedent("\n".join(lines[start + 1 : i])), lines[start : i + 1]
         i += 1
         words = info.split()
         if words[:1] == ["python"] and "no-run" not in words[1:]:
@@ -67,6 +68,7 @@ def _flush(prose, cells):
 
 def relink(markdown, page_dir, out_dir):
     """Rewrite relative links of a page in `page_dir` so they work from `out_dir`; pages become notebooks."""
+
     def rewrite(match):
         target = match[2]
         path, _, anchor = target.partition("#")
@@ -78,6 +80,7 @@ def relink(markdown, page_dir, out_dir):
             anchor = ""
         new = Path(os.path.relpath(resolved, out_dir)).as_posix() + (f"#{anchor}" if anchor else "")
         return f"{match[1]}{new}{match[3]}"
+
     return RELATIVE_LINK.sub(rewrite, markdown)
 
 
@@ -87,9 +90,12 @@ def notebook_of(page, out_dir):
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.metadata["language_info"] = {"name": "python"}
     source, link = Path(page).relative_to(DOCS.parent).as_posix(), Path(os.path.relpath(page, out_dir)).as_posix()
-    notebook.cells.append(nbformat.v4.new_markdown_cell(
-        f"*Made from [{source}]({link}) by `python docs/make_notebooks.py`: edit the page, not this notebook. "
-        f"Start Jupyter from the checkout with `PYTHONPATH=$PWD` (some pages import models/).*"))
+    notebook.cells.append(
+        nbformat.v4.new_markdown_cell(
+            f"*Made from [{source}]({link}) by `python docs/make_notebooks.py`: edit the page, not this notebook. "
+            f"Start Jupyter from the checkout with `PYTHONPATH=$PWD` (some pages import models/).*"
+        )
+    )
     for kind, text, printed in cells_of(Path(page).read_text(encoding="utf-8")):
         if kind == "code":
             cell = nbformat.v4.new_code_cell(text)

@@ -10,6 +10,7 @@ the optimizer's scalars and groups, the lr schedules, both random generators, pr
 
 Runs written by older tensorlab versions (`latest.npz` + `latest.json`) still load.
 """
+
 import hashlib
 import io
 import json
@@ -81,8 +82,11 @@ def load_checkpoint(path, model):
     ours, theirs = model.config.to_dict(), state["model_config"]
     if not isinstance(theirs, dict):
         raise CheckpointError(f"{path} is not a tensorlab training checkpoint (its model_config is not a dict)")
-    differ = [f"{key}={theirs.get(key)!r} (here {ours[key]!r})" for key in ours
-              if key != "dropout" and theirs.get(key) != ours[key]]
+    differ = [
+        f"{key}={theirs.get(key)!r} (here {ours[key]!r})"
+        for key in ours
+        if key != "dropout" and theirs.get(key) != ours[key]
+    ]
     if differ:
         raise CheckpointError(f"checkpoint {path} is from another model config: it has {', '.join(differ)}")
     first_non_finite(state["model"], f"{path} cannot be used")
@@ -110,8 +114,9 @@ def _read_old_format(base):
         expected = meta["npz_sha256"]
         data = npz_path.read_bytes()
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"old-format checkpoint {json_path} cannot be read ({type(err).__name__}: {err})") \
-            from None
+        raise CheckpointError(
+            f"old-format checkpoint {json_path} cannot be read ({type(err).__name__}: {err})"
+        ) from None
     if hashlib.sha256(data).hexdigest() != expected:
         raise CheckpointError(f"old-format checkpoint {npz_path} is truncated or was changed (sha256 differs)")
     try:
@@ -119,4 +124,3 @@ def _read_old_format(base):
             return serialization.join_arrays(meta["state"], {k: arrays[k] for k in arrays.files})
     except ValueError as err:
         raise CheckpointError(f"{npz_path} holds something other than plain arrays ({err})") from None
-

@@ -3,6 +3,7 @@
 The training config (models/train_config.py) holds one of these as its `model` field, so
 each model setting is declared here and nowhere else; the defaults are configs/default.json's.
 """
+
 from dataclasses import asdict, dataclass, fields
 
 from tensorlab.nn.transformer import NORM_POSITIONS, NORMS
@@ -10,32 +11,38 @@ from tensorlab.nn.transformer import NORM_POSITIONS, NORMS
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "rope")
 ACTIVATIONS = ("gelu", "relu")
 DTYPES = ("float32", "float64")
-CHOICES = {"pos_encoding": POSITIONAL_ENCODINGS, "activation": ACTIVATIONS, "dtype": DTYPES, "norm": NORMS,
-           "norm_position": NORM_POSITIONS}
+CHOICES = {
+    "pos_encoding": POSITIONAL_ENCODINGS,
+    "activation": ACTIVATIONS,
+    "dtype": DTYPES,
+    "norm": NORMS,
+    "norm_position": NORM_POSITIONS,
+}
 SIZES = ("vocab_size", "context_len", "d_model", "n_layers", "n_heads", "d_ff")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """Every size and switch of TinyTransformerLM; invalid values raise ValueError naming the key."""
-    vocab_size: int = 500       # V (a run sets it to what its trained tokenizer really has)
-    context_len: int = 128      # T: the most tokens the model sees at once, = the training window
-    d_model: int = 192          # C: width of the residual stream
+
+    vocab_size: int = 500  # V (a run sets it to what its trained tokenizer really has)
+    context_len: int = 128  # T: the most tokens the model sees at once, = the training window
+    d_model: int = 192  # C: width of the residual stream
     n_layers: int = 4
-    n_heads: int = 6            # H; each head has D = d_model / n_heads channels
-    d_ff: int = 768             # hidden width of the feed-forward network
+    n_heads: int = 6  # H; each head has D = d_model / n_heads channels
+    d_ff: int = 768  # hidden width of the feed-forward network
     dropout: float = 0.0
     pos_encoding: str = "rope"  # "sinusoidal" | "learned" | "rope"
-    tie_weights: bool = True    # the LM head reuses the token embedding table
-    activation: str = "gelu"    # feed-forward nonlinearity: "gelu" | "relu"
-    norm: str = "rmsnorm"       # "rmsnorm" | "layernorm" | "none" (blocks and the final norm)
+    tie_weights: bool = True  # the LM head reuses the token embedding table
+    activation: str = "gelu"  # feed-forward nonlinearity: "gelu" | "relu"
+    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" | "none" (blocks and the final norm)
     norm_position: str = "pre"  # "pre": x + f(norm(x)) (GPT-2); "post": norm(x + f(x)) (Vaswani et al.)
     norm_eps: float = 1e-5
-    qkv_bias: bool = True       # biases of attention's q/k/v projection
-    proj_bias: bool = True      # bias of attention's output projection
-    ffn_bias: bool = True       # biases of both feed-forward layers
-    head_bias: bool = False     # bias of the LM head (only without tie_weights)
-    dtype: str = "float32"      # "float32" | "float64"
+    qkv_bias: bool = True  # biases of attention's q/k/v projection
+    proj_bias: bool = True  # bias of attention's output projection
+    ffn_bias: bool = True  # biases of both feed-forward layers
+    head_bias: bool = False  # bias of the LM head (only without tie_weights)
+    dtype: str = "float32"  # "float32" | "float64"
 
     def __post_init__(self):
         problems = self.problems()
@@ -63,8 +70,9 @@ class ModelConfig:
         if self.d_model % self.n_heads:
             out.append(f"model config: d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         elif self.pos_encoding == "rope" and (self.d_model // self.n_heads) % 2:
-            out.append(f"model config: rope needs an even head size, got d_model/n_heads = "
-                       f"{self.d_model // self.n_heads}")
+            out.append(
+                f"model config: rope needs an even head size, got d_model/n_heads = {self.d_model // self.n_heads}"
+            )
         return out
 
     @classmethod
@@ -73,8 +81,9 @@ class ModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"model config: unknown key(s) {', '.join(unknown)}; "
-                             f"known keys are {', '.join(sorted(known))}")
+            raise ValueError(
+                f"model config: unknown key(s) {', '.join(unknown)}; known keys are {', '.join(sorted(known))}"
+            )
         return cls(**values)
 
     def to_dict(self):

@@ -16,6 +16,7 @@ checkpoint on the first validation windows, the number tensorlab's evaluation gi
 OUT_DIR gets, per rank, rank<r>.json (those losses) and rank<r>.safetensors (its weights at the end,
 the same on every rank; load one with TorchTinyLM(config).load_state_dict).
 """
+
 import argparse
 import json
 import sys
@@ -81,9 +82,11 @@ def main(argv=None):
     ddp = DistributedDataParallel(model)  # broadcasts rank 0's weights, then averages every gradient
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": rest, "weight_decay": 0.0}],
-                                  lr=args.lr or cfg.min_lr or cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+        lr=args.lr or cfg.min_lr or cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+    )
     rng = np.random.default_rng([cfg.seed, 100 + rank])  # each rank its own windows
     losses = []
     for _ in range(args.steps):
@@ -101,8 +104,10 @@ def main(argv=None):
     record = {"rank": rank, "world_size": world, "start_val_loss": start, "end_val_loss": end, "train_losses": losses}
     (out / f"rank{rank}.json").write_text(json.dumps(record))
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / f"rank{rank}.safetensors"))
-    print(f"rank {rank}/{world}: val loss {start:.4f} at the checkpoint, {end:.4f} after {args.steps} steps",
-          file=sys.stderr)
+    print(
+        f"rank {rank}/{world}: val loss {start:.4f} at the checkpoint, {end:.4f} after {args.steps} steps",
+        file=sys.stderr,
+    )
     dist.destroy_process_group()
     return 0
 

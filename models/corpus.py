@@ -26,10 +26,7 @@ CORPUS_ENV = "TENSORLAB_CORPUS"
 CACHE_ENV = "TENSORLAB_CACHE"
 DOWNLOAD_TIMEOUT_S = 30
 
-HOW_TO_GIVE_A_COPY = (
-    f"Give a local copy with --data PATH or {CORPUS_ENV}=PATH "
-    f"(the file is {CORPUS_URL})."
-)
+HOW_TO_GIVE_A_COPY = f"Give a local copy with --data PATH or {CORPUS_ENV}=PATH (the file is {CORPUS_URL})."
 
 
 class CorpusError(RuntimeError):
@@ -89,7 +86,7 @@ def _read_text(where: Path) -> str:
     except UnicodeDecodeError as err:
         raise CorpusError(
             f"corpus file {where} is not UTF-8 text "
-            f"(byte {err.start} is {data[err.start:err.start + 1]!r}); expected a UTF-8 text file."
+            f"(byte {err.start} is {data[err.start : err.start + 1]!r}); expected a UTF-8 text file."
         ) from None
 
 
@@ -97,8 +94,9 @@ def _existing_file(path: Path, source: str) -> Path:
     """``path`` if it is a file or a directory, else a CorpusError saying where the path came from."""
     path = path.expanduser()
     if not (path.is_file() or path.is_dir()):
-        raise CorpusError(f"corpus file {path} ({source}) does not exist; expected a UTF-8 text file "
-                          f"or a directory of them.")
+        raise CorpusError(
+            f"corpus file {path} ({source}) does not exist; expected a UTF-8 text file or a directory of them."
+        )
     return path
 
 

@@ -67,10 +67,12 @@ def eval_windows(ids, seq_len: int, batch_size: int = 1):
     if np.ndim(ids) == 2:
         windows = np.asarray(ids, dtype=np.int64)
         if windows.shape[1] != seq_len + 1:
-            raise ValueError(f"validation windows have {windows.shape[1]} tokens each; seq_len={seq_len} "
-                             f"needs seq_len + 1 = {seq_len + 1}.")
+            raise ValueError(
+                f"validation windows have {windows.shape[1]} tokens each; seq_len={seq_len} "
+                f"needs seq_len + 1 = {seq_len + 1}."
+            )
         for first in range(0, len(windows), batch_size):
-            yield windows[first:first + batch_size, :-1], windows[first:first + batch_size, 1:]
+            yield windows[first : first + batch_size, :-1], windows[first : first + batch_size, 1:]
         return
     ids = _as_ids(ids)
     _check_positive(batch_size=batch_size, seq_len=seq_len)
@@ -84,7 +86,7 @@ def eval_windows(ids, seq_len: int, batch_size: int = 1):
         yield windows[:, :-1], windows[:, 1:]
     start = n_full * seq_len
     if start < n_targets:  # the shorter last window
-        yield ids[None, start:-1], ids[None, start + 1:]
+        yield ids[None, start:-1], ids[None, start + 1 :]
 
 
 def bits_per_byte(total_nll_nats: float, n_bytes: int) -> float:

@@ -11,6 +11,7 @@ tokens that decode to N_bytes UTF-8 bytes:
 Bits per byte does not depend on how text is cut into tokens (with the bytelevel
 tokenizer), so runs with different vocabularies can be compared.
 """
+
 import numpy as np
 
 from models.data import bits_per_byte, eval_windows, perplexity
@@ -36,11 +37,16 @@ def evaluate(model, ids, tokenizer, batch_size, max_batches=0):
         batches = [full[i] for i in picks]
     total_nll, n_tokens, n_bytes = 0.0, 0, 0
     with inference(model):
-        for x, y in batches:                                           # (b, T), (b, T)
-            _, loss = model(x, y)                                      # mean over b * T (ids moved by the model)
+        for x, y in batches:  # (b, T), (b, T)
+            _, loss = model(x, y)  # mean over b * T (ids moved by the model)
             total_nll += float(loss.item()) * y.size
             n_tokens += y.size
             n_bytes += tokenizer.token_bytes(y.ravel())
     mean = total_nll / n_tokens
-    return {"loss": mean, "perplexity": perplexity(mean), "bits_per_byte": bits_per_byte(total_nll, n_bytes),
-            "tokens": n_tokens, "bytes": n_bytes}
+    return {
+        "loss": mean,
+        "perplexity": perplexity(mean),
+        "bits_per_byte": bits_per_byte(total_nll, n_bytes),
+        "tokens": n_tokens,
+        "bytes": n_bytes,
+    }

@@ -5,6 +5,7 @@ The tensor names are those of models/torch_model.py's TorchTinyLM (the same as t
 takes the file as it is; config.json holds the ModelConfig under "model". Writing needs only
 NumPy and safetensors; reading it back into torch is models.torch_model.load_exported.
 """
+
 import argparse
 import json
 from pathlib import Path
@@ -44,8 +45,15 @@ def export_run(run_dir, out_dir=None, checkpoint="best"):
     tmp = out_dir / "model.safetensors.tmp"
     save_file(arrays, str(tmp), metadata={"format": FORMAT, "step": str(step)})
     tmp.replace(out_dir / "model.safetensors")
-    config = {"format": FORMAT, "architecture": "TinyTransformerLM", "torch_module": "models.torch_model.TorchTinyLM",
-              "source_run": str(run_dir), "checkpoint": checkpoint, "step": step, "model": model.config.to_dict()}
+    config = {
+        "format": FORMAT,
+        "architecture": "TinyTransformerLM",
+        "torch_module": "models.torch_model.TorchTinyLM",
+        "source_run": str(run_dir),
+        "checkpoint": checkpoint,
+        "step": step,
+        "model": model.config.to_dict(),
+    }
     write_atomically(out_dir / "config.json", (json.dumps(config, indent=2) + "\n").encode("utf-8"))
     return out_dir
 

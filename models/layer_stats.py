@@ -8,6 +8,7 @@ For each layer group (the embedding, each block, the final norm, an untied head)
 A rule of thumb (Karpathy, "Building makemore" part 3) puts a healthy update ratio near
 1e-3: much smaller and the layer barely moves, much larger and it thrashes.
 """
+
 from tensorlab.optim import global_norm
 
 
@@ -37,5 +38,7 @@ def copy_weights(groups):
 
 def update_ratios(groups, before):
     """{group: ||w - w_before|| / ||w_before||} for the weights copied by copy_weights."""
-    return {key: _norm([p.data - old for p, old in zip(params, before[key])]) / max(_norm(before[key]), 1e-12)
-            for key, params in groups.items()}
+    return {
+        key: _norm([p.data - old for p, old in zip(params, before[key])]) / max(_norm(before[key]), 1e-12)
+        for key, params in groups.items()
+    }

@@ -4,14 +4,15 @@ Each function takes plain data (metric rows as written to metrics.jsonl, NumPy a
 attention weights, token labels) and writes one PNG atomically, so a figure on disk is
 always whole.
 """
+
 import io
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
-from matplotlib.colors import PowerNorm  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.colors import PowerNorm  # noqa: E402
 
 from tensorlab.serialization import write_atomically  # noqa: E402
 
@@ -92,8 +93,9 @@ def attention_heads(weights, labels, path, title):
             continue
         _heatmap(ax, weights[h], labels)
         ax.set_title(f"head {h}", fontsize=9)
-    fig.suptitle(f"{title}\nrow: query token, column: the token it attends to (colour: sqrt of the weight)",
-                 fontsize=10)
+    fig.suptitle(
+        f"{title}\nrow: query token, column: the token it attends to (colour: sqrt of the weight)", fontsize=10
+    )
     _save(fig, path)
 
 
@@ -101,8 +103,9 @@ def attention_evolution(snapshots, labels, path):
     """How attention changes: a row per checkpoint [(step, weights (L, H, T, T))], a column per layer (head mean)."""
     n_rows, n_layers = len(snapshots), snapshots[0][1].shape[0]
     size = 1.0 + len(labels) * 0.1
-    fig, axes = plt.subplots(n_rows, n_layers, figsize=(n_layers * size, n_rows * size), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        n_rows, n_layers, figsize=(n_layers * size, n_rows * size), squeeze=False, layout="constrained"
+    )
     for r, (step, weights) in enumerate(snapshots):
         for layer in range(n_layers):
             ax = axes[r, layer]

@@ -10,9 +10,11 @@ reports did to Tiny Shakespeare before tokenizing:
     keep_sentence_lines  keep only lines of 5 to 30 words and more than 20 characters
     lowercase            every letter in lower case
 """
+
 import re
 
 from models.tokenizer import END_OF_TEXT  # separates the documents of a corpus directory; steps keep it
+
 _ALLCAPS_WORD = re.compile(r"\b[A-Z][A-Z]+\b")
 
 
@@ -35,14 +37,16 @@ def join_lines(text):
 
 def capitalize_allcaps(text):
     """Every all-capitals word of two or more letters capitalised: "KING RICHARD" -> "King Richard"."""
-    return END_OF_TEXT.join(_ALLCAPS_WORD.sub(lambda m: m.group().capitalize(), doc)
-                            for doc in text.split(END_OF_TEXT))
+    return END_OF_TEXT.join(_ALLCAPS_WORD.sub(lambda m: m.group().capitalize(), doc) for doc in text.split(END_OF_TEXT))
 
 
 def keep_sentence_lines(text):
     """Only the lines of 5 to 30 words and more than 20 characters (as report 000 kept "clean sentences")."""
-    return "\n".join(line for line in text.split("\n")
-                     if line == END_OF_TEXT or (5 <= len(line.split()) <= 30 and len(line.strip()) > 20))
+    return "\n".join(
+        line
+        for line in text.split("\n")
+        if line == END_OF_TEXT or (5 <= len(line.split()) <= 30 and len(line.strip()) > 20)
+    )
 
 
 def lowercase(text):

@@ -4,6 +4,7 @@ Without prompts in the config, the samples and the top-k table start from the op
 few validation passages, so a run on any corpus (a manual, a code base) is prompted with its
 own kind of text, never with Shakespeare's names.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,9 @@ def corpus_prompts(val_ids, tokenizer, n=N_PROMPTS, n_tokens=PROMPT_TOKENS):
     ids = np.ravel(val_ids)  # the random-window split's (k, T + 1) windows read one after another
     prompts = []
     for start in np.linspace(0, max(len(ids) - n_tokens, 0), n).astype(int):
-        labels = tokenizer.token_strings(ids[start:start + 64])
+        labels = tokenizer.token_strings(ids[start : start + 64])
         after_newline = next((i + 1 for i, label in enumerate(labels[:-n_tokens]) if label.endswith("↵")), 0)
-        text = tokenizer.decode(ids[start + after_newline:start + after_newline + n_tokens])
+        text = tokenizer.decode(ids[start + after_newline : start + after_newline + n_tokens])
         if text.strip() and text not in prompts:
             prompts.append(text)
     return prompts or [tokenizer.decode(ids[:n_tokens])]

@@ -3,6 +3,7 @@
 `write_outputs` makes all of them; the functions below it make one each. The sweep's
 comparison table is here too.
 """
+
 import json
 
 import numpy as np
@@ -23,7 +24,7 @@ TOPK_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "O Romeo, Romeo! wherefore a
 
 
 def write_outputs(run, final):
-    """Write every figure, samples.txt, topk.md and report.md of a finished models.trainer.Trainer; final: its last row."""
+    """Write every figure, samples.txt, topk.md and report.md of a finished Trainer; `final` is its last row."""
     cfg, run_dir, tokenizer, model, progress = run.cfg, run.run_dir, run.tokenizer, run.model, run.progress
     attention_figures = write_figures(run, final)
     prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
@@ -37,26 +38,47 @@ def write_outputs(run, final):
         ("training tokens", f"{train_tokens:,} (training split: {len(run.train_ids):,} tokens)"),
         ("wall time", f"{progress['elapsed_s'] / 60:.1f} min of training"),
         ("tokens per second", f"{train_tokens / max(progress['train_time_s'], 1e-9):,.0f} (training steps only)"),
-        ("final validation (all tokens)", f"loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, "
-                                          f"bits per byte {final['bits_per_byte']:.4f}"),
-        ("best validation loss", f"{progress['best_val_loss']:.4f} at step {progress['best_step']}" + (
-            f" (on the {cfg.eval_batches} evaluation batches)" if cfg.eval_batches else "")),
-        ("tokenizer", f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens" + (
-            " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
-            "with bytelevel runs)" if cfg.pretokenizer == "whitespace" else "")),
+        (
+            "final validation (all tokens)",
+            f"loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, "
+            f"bits per byte {final['bits_per_byte']:.4f}",
+        ),
+        (
+            "best validation loss",
+            f"{progress['best_val_loss']:.4f} at step {progress['best_step']}"
+            + (f" (on the {cfg.eval_batches} evaluation batches)" if cfg.eval_batches else ""),
+        ),
+        (
+            "tokenizer",
+            f"{cfg.pretokenizer} BPE, {tokenizer.vocab_size} tokens"
+            + (
+                " (whitespace is dropped, so bits per byte count only the tokens' own bytes and do not compare "
+                "with bytelevel runs)"
+                if cfg.pretokenizer == "whitespace"
+                else ""
+            ),
+        ),
         ("device", f"{cfg.device}, {cfg.model.dtype}"),
     ] + ([("random-window split", final["split_note"])] if "split_note" in final else [])
     report_figures = [
-        ("Loss and perplexity", [("loss curves", "figures/loss_curves.png"),
-                                 ("validation perplexity", "figures/val_perplexity.png")]),
-        ("Per-layer gradients and updates", [("gradient norm per layer", "figures/layer_grad_norms.png"),
-                                             ("update-to-weight ratio per layer", "figures/layer_update_ratios.png")]),
+        (
+            "Loss and perplexity",
+            [("loss curves", "figures/loss_curves.png"), ("validation perplexity", "figures/val_perplexity.png")],
+        ),
+        (
+            "Per-layer gradients and updates",
+            [
+                ("gradient norm per layer", "figures/layer_grad_norms.png"),
+                ("update-to-weight ratio per layer", "figures/layer_update_ratios.png"),
+            ],
+        ),
         ("Attention on a validation passage", attention_figures),
         ("Attention across training", [("attention evolution", "figures/attention_evolution.png")]),
         ("Tokens", [("token frequency", "figures/token_frequency.png")]),
     ]
-    write_report(run_dir / "report.md", f"Training report: {run_dir.name}", summary, cfg.to_dict(),
-                 report_figures, topk, samples)
+    write_report(
+        run_dir / "report.md", f"Training report: {run_dir.name}", summary, cfg.to_dict(), report_figures, topk, samples
+    )
 
 
 def write_figures(run, final):
@@ -66,13 +88,24 @@ def write_figures(run, final):
     figures = run_dir / "figures"
     plots.loss_curves(metrics, figures / "loss_curves.png")
     plots.val_perplexity(metrics, figures / "val_perplexity.png")
-    plots.layer_curves(metrics, "layer_grad_norm", figures / "layer_grad_norms.png",
-                       "||grad|| (before clipping)", "Gradient norm per layer")
-    plots.layer_curves(metrics, "layer_update_ratio", figures / "layer_update_ratios.png",
-                       "||lr * update|| / ||w||", "Update-to-weight ratio per layer")
+    plots.layer_curves(
+        metrics,
+        "layer_grad_norm",
+        figures / "layer_grad_norms.png",
+        "||grad|| (before clipping)",
+        "Gradient norm per layer",
+    )
+    plots.layer_curves(
+        metrics,
+        "layer_update_ratio",
+        figures / "layer_update_ratios.png",
+        "||lr * update|| / ||w||",
+        "Update-to-weight ratio per layer",
+    )
     counts = np.bincount(run.train_ids, minlength=tokenizer.vocab_size)
-    plots.token_frequency(counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)),
-                          figures / "token_frequency.png")
+    plots.token_frequency(
+        counts, tokenizer.token_strings(np.arange(tokenizer.vocab_size)), figures / "token_frequency.png"
+    )
 
     passage = attention_passage(np.ravel(run.val_ids), tokenizer, min(PASSAGE_TOKENS, cfg.model.context_len))
     labels = tokenizer.token_strings(passage)
@@ -94,8 +127,8 @@ def write_figures(run, final):
 def attention_passage(val_ids, tokenizer, n):
     """`n` validation tokens that start right after the first newline (the same passage in every figure)."""
     labels = tokenizer.token_strings(val_ids[:200])
-    start = next((i + 1 for i, label in enumerate(labels[:len(val_ids) - n]) if label.endswith("↵")), 0)
-    return val_ids[start:start + n]
+    start = next((i + 1 for i, label in enumerate(labels[: len(val_ids) - n]) if label.endswith("↵")), 0)
+    return val_ids[start : start + n]
 
 
 def attention_of(model, ids):
@@ -115,22 +148,22 @@ def write_samples(model, tokenizer, path, max_new_tokens=120, seed=0, prompts=SA
     for prompt in prompts:
         for temperature, top_k in SAMPLE_SETTINGS:
             ids = model.generate(tokenizer.encode(prompt)[None, :], max_new_tokens, temperature, top_k, rng)
-            parts.append(f"=== prompt {prompt!r}, temperature {temperature}, top_k {top_k} ===\n"
-                         f"{tokenizer.decode(ids[0])}\n")
+            parts.append(
+                f"=== prompt {prompt!r}, temperature {temperature}, top_k {top_k} ===\n{tokenizer.decode(ids[0])}\n"
+            )
     write_atomically(path, "\n".join(parts).encode("utf-8"))
     return parts
 
 
 def topk_table(model, tokenizer, prompts=TOPK_PROMPTS, k=5):
     """A markdown table of the k most likely next tokens after each prompt, with their probabilities."""
-    lines = ["| prompt | " + " | ".join(f"#{i + 1}" for i in range(k)) + " |",
-             "|---|" + "---|" * k]
+    lines = ["| prompt | " + " | ".join(f"#{i + 1}" for i in range(k)) + " |", "|---|" + "---|" * k]
     for prompt in prompts:
-        ids = tokenizer.encode(prompt)[-model.config.context_len:]
+        ids = tokenizer.encode(prompt)[-model.config.context_len :]
         with inference(model):
-            logits, _ = model(backend.to_device(ids[None, :], device_of(model)))               # (1, T, V)
-        last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)                  # (V,)
-        probs = F.softmax(tensor(last)).numpy()                                                # (V,)
+            logits, _ = model(backend.to_device(ids[None, :], device_of(model)))  # (1, T, V)
+        last = backend.to_device(logits.data[0, -1], "cpu").astype(np.float64)  # (V,)
+        probs = F.softmax(tensor(last)).numpy()  # (V,)
         best = np.argsort(probs)[::-1][:k]
         cells = [f"`{_md(label)}` {probs[i]:.3f}" for i, label in zip(best, tokenizer.token_strings(best))]
         lines.append(f"| {_md(prompt)} | " + " | ".join(cells) + " |")
@@ -155,8 +188,19 @@ def write_report(path, title, summary, config, figures, topk, samples):
         lines += [f"## {section}", ""]
         for caption, rel in images:
             lines += [f"![{caption}]({rel})", ""]
-    lines += ["## Most likely next tokens", "", topk, "## Samples", "",
-              "The first two of `samples.txt`, which has every prompt and setting:", "", "```", *samples[:2], "```", ""]
+    lines += [
+        "## Most likely next tokens",
+        "",
+        topk,
+        "## Samples",
+        "",
+        "The first two of `samples.txt`, which has every prompt and setting:",
+        "",
+        "```",
+        *samples[:2],
+        "```",
+        "",
+    ]
     write_atomically(path, "\n".join(lines).encode("utf-8"))
 
 

@@ -82,14 +82,15 @@ class BPETokenizer:
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
             tok.decoder = decoders.ByteLevel()
             trainer = trainers.BpeTrainer(
-                vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+                vocab_size=vocab_size,
+                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                show_progress=False,
                 special_tokens=specials,
             )
         else:
             tok = Tokenizer(models.BPE(unk_token=UNK))
             tok.pre_tokenizer = pre_tokenizers.Whitespace()
-            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, *specials],
-                                          show_progress=False)
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, *specials], show_progress=False)
         tok.train_from_iterator(_SAFE_CUT.split(text), trainer=trainer)  # same merges as one string, faster
 
         if tok.get_vocab_size() > vocab_size:  # the trainer keeps every character even past vocab_size

@@ -8,6 +8,7 @@ file: torch is needed only here.
     model = load_tensorlab_run("runs/my-run")          # a torch.nn.Module with the run's best weights
     model = load_exported("runs/my-run/export")        # or from `train.py export`'s files
 """
+
 import math
 from pathlib import Path
 
@@ -18,9 +19,9 @@ from torch import nn
 
 
 def rope_tables(T, D, dtype):
-    inv_freq = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)        # (D/2,)
-    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)              # (T, D/2)
-    angles = torch.cat([angles, angles], dim=-1)                                      # (T, D)
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, D, 2, dtype=torch.float64) / D)  # (D/2,)
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)  # (T, D/2)
+    angles = torch.cat([angles, angles], dim=-1)  # (T, D)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
 
@@ -145,6 +146,7 @@ def from_state_dict(config, arrays):
 def load_tensorlab_run(run_dir, checkpoint="best"):
     """The model of a tensorlab run directory (its config.json and checkpoints/<checkpoint>) as a TorchTinyLM."""
     from models.export import load_run_model
+
     model, _ = load_run_model(run_dir, checkpoint)
     return twin_of(model)
 
@@ -154,6 +156,7 @@ def load_exported(export_dir):
     from safetensors.torch import load_file
 
     from models.export import read_exported_config
+
     config = read_exported_config(export_dir)
     model = TorchTinyLM(config).to(getattr(torch, config.dtype))
     model.load_state_dict(load_file(str(Path(export_dir) / "model.safetensors")))

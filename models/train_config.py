@@ -13,6 +13,7 @@ context_len is also --seq-len, the training window). Flags override the file:
 
 Configs written before the model settings were nested (flat, with seq_len and bias) still load.
 """
+
 import argparse
 import dataclasses
 import json
@@ -29,11 +30,12 @@ from models.tokenizer import MIN_BYTELEVEL_VOCAB, PRETOKENIZERS
 SCHEDULES = ("warmup_cosine", "constant", "plateau")
 DEVICES = ("cpu", "cuda")
 SPLITS = ("ordered", "random_windows")
-CHOICES = {"pretokenizer": PRETOKENIZERS, "schedule": SCHEDULES, "device": DEVICES, "split": SPLITS,
-           **MODEL_CHOICES}
+CHOICES = {"pretokenizer": PRETOKENIZERS, "schedule": SCHEDULES, "device": DEVICES, "split": SPLITS, **MODEL_CHOICES}
 MODEL_FIELDS = tuple(f.name for f in fields(ModelConfig))
-MODEL_HELP = {"vocab_size": "BPE vocabulary size (the tokenizer's target; the model gets what it really has)",
-              "context_len": "tokens per training window, = the model's context length (also --seq-len)"}
+MODEL_HELP = {
+    "vocab_size": "BPE vocabulary size (the tokenizer's target; the model gets what it really has)",
+    "context_len": "tokens per training window, = the model's context length (also --seq-len)",
+}
 
 
 class ConfigError(ValueError):
@@ -47,15 +49,20 @@ def _setting(default, help):
 @dataclass(frozen=True)
 class TrainConfig:
     """Data, tokenizer, optimizer and run settings, plus the model's; the defaults are configs/default.json."""
+
     comment: str = _setting("", "free text: what the config is for, and how it differs from its source")
     # data and tokenizer
-    data: str | None = _setting(None, "corpus: a text file or a directory of them "
-                                      "(default: $TENSORLAB_CORPUS, the cache, or a download)")
+    data: str | None = _setting(
+        None, "corpus: a text file or a directory of them (default: $TENSORLAB_CORPUS, the cache, or a download)"
+    )
     preprocess: tuple = _setting((), "text preparation steps, in order, comma-separated: " + ", ".join(STEPS))
     pretokenizer: str = _setting("bytelevel", "how text is cut before BPE (bytelevel is lossless)")
     val_fraction: float = _setting(0.1, "fraction of the tokens, taken from the end, that validates")
-    split: str = _setting("ordered", "ordered: the last val_fraction validates; random_windows: the misleading "
-                                     "random split of overlapping windows, reported beside the ordered one")
+    split: str = _setting(
+        "ordered",
+        "ordered: the last val_fraction validates; random_windows: the misleading "
+        "random split of overlapping windows, reported beside the ordered one",
+    )
     prompts: tuple = _setting((), "sample prompts (default: openings of validation passages)")
     # the model: every field of models.config.ModelConfig
     model: ModelConfig = _setting(ModelConfig(), "the model (models/config.py)")
@@ -147,8 +154,15 @@ class TrainConfig:
         for name in ("batch_size", "eval_interval"):
             if getattr(self, name) < 1:
                 bad(name, "a positive integer")
-        for name in ("warmup_steps", "max_steps", "eval_batches", "early_stopping_patience", "seed",
-                     "plateau_patience", "checkpoint_interval"):
+        for name in (
+            "warmup_steps",
+            "max_steps",
+            "eval_batches",
+            "early_stopping_patience",
+            "seed",
+            "plateau_patience",
+            "checkpoint_interval",
+        ):
             if getattr(self, name) < 0:
                 bad(name, ">= 0")
         for name, allowed in CHOICES.items():
@@ -173,11 +187,15 @@ class TrainConfig:
             if not math.isfinite(value) or not ok(value):
                 bad(name, rule)
         if self.pretokenizer == "bytelevel" and self.model.vocab_size < MIN_BYTELEVEL_VOCAB:
-            bad("vocab_size", f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)",
-                value=self.model.vocab_size)
+            bad(
+                "vocab_size",
+                f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)",
+                value=self.model.vocab_size,
+            )
         if self.max_steps == 0 and self.max_minutes == 0:
-            out.append("max_steps and max_minutes are both 0, so the run would never end; "
-                       "set --max-steps N or --max-minutes M")
+            out.append(
+                "max_steps and max_minutes are both 0, so the run would never end; set --max-steps N or --max-minutes M"
+            )
         return out
 
     def check(self):
@@ -194,8 +212,7 @@ class TrainConfig:
 
 
 # ----- JSON values ----------------------------------------------------------------------------------------
-_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-               tuple: "a list of strings"}
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", tuple: "a list of strings"}
 _RENAMED = {"seq_len": "context_len"}  # flat configs before the ModelConfig was nested
 
 
@@ -236,11 +253,12 @@ def _type_problems(values, known_fields, source, skip=(), also=()):
     """One line per unknown key (listing the known ones, and `also`: the model's) and per value of a wrong type."""
     by_name = {f.name: f for f in known_fields}
     known = ", ".join(by_name) + (f" (model: {', '.join(also)})" if also else "")
-    problems = [f"{source}: unknown key {key!r}; known keys are {known}"
-                for key in values if key not in by_name]
-    return problems + [f"{source}: {key} must be {_KIND_NAMES[_kind(by_name[key])]}, got {value!r}"
-                       for key, value in values.items()
-                       if key in by_name and key not in skip and not _has_kind(value, by_name[key])]
+    problems = [f"{source}: unknown key {key!r}; known keys are {known}" for key in values if key not in by_name]
+    return problems + [
+        f"{source}: {key} must be {_KIND_NAMES[_kind(by_name[key])]}, got {value!r}"
+        for key, value in values.items()
+        if key in by_name and key not in skip and not _has_kind(value, by_name[key])
+    ]
 
 
 def _as_kinds(values, cls):
@@ -264,17 +282,32 @@ def add_flags(parser):
         kind = _kind(f)
         help = f"{help} [{f.default}]"
         if kind is bool:
-            group.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction,
-                               default=argparse.SUPPRESS, help=help)
+            group.add_argument(
+                *flags, dest=f.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help
+            )
         elif f.name == "prompts":
-            group.add_argument(*flags, dest=f.name, type=read_prompts_file, metavar="FILE",
-                               default=argparse.SUPPRESS, help=help + " (a file, one prompt per line)")
+            group.add_argument(
+                *flags,
+                dest=f.name,
+                type=read_prompts_file,
+                metavar="FILE",
+                default=argparse.SUPPRESS,
+                help=help + " (a file, one prompt per line)",
+            )
         elif kind is tuple:
-            group.add_argument(*flags, dest=f.name, type=_comma_list, metavar="A,B", default=argparse.SUPPRESS,
-                               help=help)
+            group.add_argument(
+                *flags, dest=f.name, type=_comma_list, metavar="A,B", default=argparse.SUPPRESS, help=help
+            )
         else:
-            group.add_argument(*flags, dest=f.name, type=kind, choices=CHOICES.get(f.name), metavar=_metavar(f),
-                               default=argparse.SUPPRESS, help=help)
+            group.add_argument(
+                *flags,
+                dest=f.name,
+                type=kind,
+                choices=CHOICES.get(f.name),
+                metavar=_metavar(f),
+                default=argparse.SUPPRESS,
+                help=help,
+            )
 
 
 def _comma_list(text):

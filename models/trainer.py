@@ -13,6 +13,7 @@ never stopped. The learning rate comes from the schedule objects alone: WarmupCo
 every step (its horizon renewed from the speed so far when --max-minutes bounds the run),
 and after warmup ReduceLROnPlateau at each evaluation when the schedule is "plateau".
 """
+
 import json
 import math
 import time
@@ -40,14 +41,27 @@ def horizon(cfg, step, elapsed_s):
     ends = [cfg.max_steps] if cfg.max_steps else []
     if cfg.max_minutes and step > 0:
         ends.append(int(step * cfg.max_minutes * 60 / max(elapsed_s, 1e-9)))
-    return max(min(ends, default=10 ** 9), 1)
+    return max(min(ends, default=10**9), 1)
 
 
 def new_progress(corpus_sha256):
     """The counters of a run that has not started."""
-    return dict(step=0, elapsed_s=0.0, train_time_s=0.0, best_val_loss=None, best_step=None, evals_since_best=0,
-                last_eval_step=None, snapshots=[], train_losses=[], corpus_sha256=corpus_sha256, stop_reason=None,
-                last={}, interval_tokens=0, interval_time=0.0)
+    return dict(
+        step=0,
+        elapsed_s=0.0,
+        train_time_s=0.0,
+        best_val_loss=None,
+        best_step=None,
+        evals_since_best=0,
+        last_eval_step=None,
+        snapshots=[],
+        train_losses=[],
+        corpus_sha256=corpus_sha256,
+        stop_reason=None,
+        last={},
+        interval_tokens=0,
+        interval_time=0.0,
+    )
 
 
 class Trainer:
@@ -59,13 +73,22 @@ class Trainer:
         self.on_step = on_step or (lambda step: None)  # called after every step; tests interrupt runs with it
         tensorlab.manual_seed(cfg.seed)
         self.model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
-        self.optimizer = AdamW(weight_decay_groups(self.model.named_parameters(), cfg.weight_decay), lr=cfg.lr,
-                               betas=(cfg.beta1, cfg.beta2))
+        self.optimizer = AdamW(
+            weight_decay_groups(self.model.named_parameters(), cfg.weight_decay),
+            lr=cfg.lr,
+            betas=(cfg.beta1, cfg.beta2),
+        )
         min_lr = cfg.min_lr if cfg.schedule == "warmup_cosine" else cfg.lr  # else: warmup, then constant
-        self.schedule = WarmupCosine(cfg.lr, min_lr, cfg.warmup_steps, max(horizon(cfg, 0, 0.0), cfg.warmup_steps),
-                                     self.optimizer)
-        self.plateau = (ReduceLROnPlateau(self.optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience,
-                                          min_lr=cfg.min_lr) if cfg.schedule == "plateau" else None)
+        self.schedule = WarmupCosine(
+            cfg.lr, min_lr, cfg.warmup_steps, max(horizon(cfg, 0, 0.0), cfg.warmup_steps), self.optimizer
+        )
+        self.plateau = (
+            ReduceLROnPlateau(
+                self.optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience, min_lr=cfg.min_lr
+            )
+            if cfg.schedule == "plateau"
+            else None
+        )
         self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
         self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
         self.progress, self.metrics = new_progress(corpus_sha256), []
@@ -76,11 +99,17 @@ class Trainer:
 
     def state_dict(self):
         """Everything a checkpoint holds: with it, load_state_dict continues this run exactly."""
-        return {"model": self.model.state_dict(), "model_config": self.model.config.to_dict(),
-                "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
-                "plateau": self.plateau.state_dict() if self.plateau else None,
-                "batch_rng": self.batch_rng.bit_generator.state, "tensorlab_rng": self.tensorlab_rng,
-                "config": self.cfg.to_dict(), "progress": dict(self.progress, elapsed_s=self.elapsed())}
+        return {
+            "model": self.model.state_dict(),
+            "model_config": self.model.config.to_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "plateau": self.plateau.state_dict() if self.plateau else None,
+            "batch_rng": self.batch_rng.bit_generator.state,
+            "tensorlab_rng": self.tensorlab_rng,
+            "config": self.cfg.to_dict(),
+            "progress": dict(self.progress, elapsed_s=self.elapsed()),
+        }
 
     def load_state_dict(self, state):
         """Continue from `state` (a checkpoint); the metrics rows after its last evaluation are dropped.
@@ -128,7 +157,9 @@ class Trainer:
         cfg, step = self.cfg, self.progress["step"]
         logged = self._logged(step + 1)  # per-layer statistics only for steps that a metrics row shows
         t0 = time.perf_counter()
-        x, y = random_windows(self.train_ids, cfg.batch_size, cfg.model.context_len, self.batch_rng)  # (B, T) on the host
+        x, y = random_windows(
+            self.train_ids, cfg.batch_size, cfg.model.context_len, self.batch_rng
+        )  # (B, T) on the host
         _, loss = self.model(x, y)  # the model checks host ids on the host, then moves them: no GPU sync
         self.optimizer.zero_grad()
         loss.backward()
@@ -143,10 +174,18 @@ class Trainer:
             self.schedule.step(horizon(cfg, step + 1, self.elapsed()) if cfg.max_minutes else None)
         dt = time.perf_counter() - t0
         p = self.progress
-        p.update(step=step + 1, train_time_s=p["train_time_s"] + dt, interval_tokens=p["interval_tokens"] + x.size,
-                 interval_time=p["interval_time"] + dt, last=dict(
-                     lr=lr, grad_norm=grad_norm, layer_grad_norm=layer_norms,
-                     layer_update_ratio=update_ratios(self.groups, before) if logged else None))
+        p.update(
+            step=step + 1,
+            train_time_s=p["train_time_s"] + dt,
+            interval_tokens=p["interval_tokens"] + x.size,
+            interval_time=p["interval_time"] + dt,
+            last=dict(
+                lr=lr,
+                grad_norm=grad_norm,
+                layer_grad_norm=layer_norms,
+                layer_update_ratio=update_ratios(self.groups, before) if logged else None,
+            ),
+        )
         p["train_losses"].append(loss_value)
         self.tensorlab_rng = tl_random.get_state()  # after this step's dropout masks
         return loss_value
@@ -163,8 +202,9 @@ class Trainer:
         same_step = bool(metrics) and metrics[-1]["step"] == step
         if final and same_step and metrics[-1]["full_eval"]:
             return metrics[-1]  # this very model was just evaluated on every token
-        val = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size,
-                       0 if final else self.cfg.eval_batches)
+        val = evaluate(
+            self.model, self.val_ids, self.tokenizer, self.cfg.batch_size, 0 if final else self.cfg.eval_batches
+        )
         check_finite(step, self.cfg, validation_loss=val["loss"])
         row = self._row(step, val, final)
         if same_step:  # the final evaluation on every token replaces the one on eval_batches of this step
@@ -183,18 +223,28 @@ class Trainer:
 
     def _row(self, step, val, final):
         p, last = self.progress, self.progress["last"]
-        return dict(step=step, train_loss=float(np.mean(p["train_losses"])) if p["train_losses"] else None,
-                    val_loss=val["loss"], perplexity=val["perplexity"], bits_per_byte=val["bits_per_byte"],
-                    lr=last.get("lr"), tokens_per_s=p["interval_tokens"] / p["interval_time"] if p["interval_time"]
-                    else None, grad_norm=last.get("grad_norm"), elapsed_s=self.elapsed(),
-                    full_eval=final or self.cfg.eval_batches == 0, layer_grad_norm=last.get("layer_grad_norm"),
-                    layer_update_ratio=last.get("layer_update_ratio"))
+        return dict(
+            step=step,
+            train_loss=float(np.mean(p["train_losses"])) if p["train_losses"] else None,
+            val_loss=val["loss"],
+            perplexity=val["perplexity"],
+            bits_per_byte=val["bits_per_byte"],
+            lr=last.get("lr"),
+            tokens_per_s=p["interval_tokens"] / p["interval_time"] if p["interval_time"] else None,
+            grad_norm=last.get("grad_norm"),
+            elapsed_s=self.elapsed(),
+            full_eval=final or self.cfg.eval_batches == 0,
+            layer_grad_norm=last.get("layer_grad_norm"),
+            layer_update_ratio=last.get("layer_update_ratio"),
+        )
 
     def _keep_best(self, step, val, final):
         """Save `best` when this evaluation beats every earlier one, and only then record it as the best."""
         score = val["loss"]  # "best" compares like with like: the loss on the same eval batches as every other
         if final and self.cfg.eval_batches:
-            score = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size, self.cfg.eval_batches)["loss"]
+            score = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size, self.cfg.eval_batches)[
+                "loss"
+            ]
         if self.progress["best_val_loss"] is None or score < self.progress["best_val_loss"]:
             self.save("best", val_loss=score)
             self.progress.update(best_val_loss=score, best_step=step, evals_since_best=0)
@@ -213,8 +263,15 @@ class Trainer:
         if name == "latest":
             save_checkpoint(path, self.state_dict())
         else:
-            save_checkpoint(path, {"model": self.model.state_dict(), "model_config": self.model.config.to_dict(),
-                                   "step": self.progress["step"], **extra})
+            save_checkpoint(
+                path,
+                {
+                    "model": self.model.state_dict(),
+                    "model_config": self.model.config.to_dict(),
+                    "step": self.progress["step"],
+                    **extra,
+                },
+            )
 
     # ----- the loop --------------------------------------------------------------------------------------------
 
@@ -268,16 +325,29 @@ class Trainer:
                 self.save("latest")
 
 
-PROGRESS_TYPES = {"step": int, "elapsed_s": (int, float), "train_time_s": (int, float), "evals_since_best": int,
-                  "snapshots": list, "train_losses": list, "last": dict, "interval_tokens": int,
-                  "interval_time": (int, float), "best_step": (int, type(None)), "last_eval_step": (int, type(None)),
-                  "best_val_loss": (int, float, type(None))}
+PROGRESS_TYPES = {
+    "step": int,
+    "elapsed_s": (int, float),
+    "train_time_s": (int, float),
+    "evals_since_best": int,
+    "snapshots": list,
+    "train_losses": list,
+    "last": dict,
+    "interval_tokens": int,
+    "interval_time": (int, float),
+    "best_step": (int, type(None)),
+    "last_eval_step": (int, type(None)),
+    "best_val_loss": (int, float, type(None)),
+}
 
 
 def checked_progress(progress):
     """`progress` if each counter has its type, else a ValueError naming the ones that do not."""
-    wrong = [f"{key}={progress[key]!r}" for key, kind in PROGRESS_TYPES.items()
-             if not isinstance(progress[key], kind) or isinstance(progress[key], bool)]
+    wrong = [
+        f"{key}={progress[key]!r}"
+        for key, kind in PROGRESS_TYPES.items()
+        if not isinstance(progress[key], kind) or isinstance(progress[key], bool)
+    ]
     if wrong:
         raise ValueError(f"its progress has values of the wrong type: {', '.join(wrong)}")
     return progress
@@ -287,10 +357,14 @@ def check_finite(step, cfg, **values):
     """NonFiniteError naming the step, the value and what to try, when one of `values` is NaN or infinite."""
     for name, value in values.items():
         if not math.isfinite(value):
-            clip = "turn on --grad-clip (e.g. 1.0)" if not cfg.grad_clip else f"lower --grad-clip (now {cfg.grad_clip:g})"
-            raise NonFiniteError(f"step {step}: the {name.replace('_', ' ')} is {value}; stopped before it could "
-                                 f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
-                                 f"(now {cfg.lr:g}) or {clip}")
+            clip = (
+                "turn on --grad-clip (e.g. 1.0)" if not cfg.grad_clip else f"lower --grad-clip (now {cfg.grad_clip:g})"
+            )
+            raise NonFiniteError(
+                f"step {step}: the {name.replace('_', ' ')} is {value}; stopped before it could "
+                f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
+                f"(now {cfg.lr:g}) or {clip}"
+            )
 
 
 class MetricsError(ValueError):

@@ -5,6 +5,7 @@ H heads, V vocabulary. Data flows top to bottom:
     ids (B, T) -> token embedding (+ position) -> n_layers blocks -> final norm
     -> LM head -> logits (B, T, V) -> cross-entropy against the next tokens.
 """
+
 from contextlib import contextmanager
 
 import numpy as np
@@ -23,18 +24,32 @@ class TinyTransformerLM(Module):
         super().__init__()
         self.config = c = config
         dtype = np.dtype(c.dtype)
-        self.tok_emb = Embedding(c.vocab_size, c.d_model, dtype)                        # (V, C)
+        self.tok_emb = Embedding(c.vocab_size, c.d_model, dtype)  # (V, C)
         if c.pos_encoding == "learned":
-            self.pos_emb = Embedding(c.context_len, c.d_model, dtype)                   # (T_max, C)
+            self.pos_emb = Embedding(c.context_len, c.d_model, dtype)  # (T_max, C)
         self.emb_dropout = Dropout(c.dropout)
         self.blocks = ModuleList(
-            TransformerBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.qkv_bias,
-                             rope=c.pos_encoding == "rope", norm_eps=c.norm_eps, n_layers=c.n_layers, dtype=dtype,
-                             norm=c.norm, norm_position=c.norm_position, proj_bias=c.proj_bias, ffn_bias=c.ffn_bias)
-            for _ in range(c.n_layers))
+            TransformerBlock(
+                c.d_model,
+                c.n_heads,
+                c.d_ff,
+                c.dropout,
+                c.activation,
+                c.qkv_bias,
+                rope=c.pos_encoding == "rope",
+                norm_eps=c.norm_eps,
+                n_layers=c.n_layers,
+                dtype=dtype,
+                norm=c.norm,
+                norm_position=c.norm_position,
+                proj_bias=c.proj_bias,
+                ffn_bias=c.ffn_bias,
+            )
+            for _ in range(c.n_layers)
+        )
         self.norm = make_norm(c.norm, c.d_model, c.norm_eps, dtype)
         if not c.tie_weights:
-            self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=dtype)   # (V, C)
+            self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=dtype)  # (V, C)
         self._sinusoids = {}  # (device, dtype) -> (T_max, C) constant table
 
     def forward(self, ids, targets=None, return_attention=False, kv_caches=None):
@@ -46,22 +61,24 @@ class TinyTransformerLM(Module):
         """
         ids = ids.data if isinstance(ids, Tensor) else ids
         B, T = ids.shape
-        start = 0 if kv_caches is None else kv_caches[0].length      # absolute position of ids[:, 0]
+        start = 0 if kv_caches is None else kv_caches[0].length  # absolute position of ids[:, 0]
         if start + T > self.config.context_len:
-            raise ValueError(f"TinyTransformerLM: got {start + T} tokens but the context length is "
-                             f"{self.config.context_len}; crop the input to its last {self.config.context_len}")
-        x = self.tok_emb(ids)                                           # (B, T, C)
+            raise ValueError(
+                f"TinyTransformerLM: got {start + T} tokens but the context length is "
+                f"{self.config.context_len}; crop the input to its last {self.config.context_len}"
+            )
+        x = self.tok_emb(ids)  # (B, T, C)
         if self.config.pos_encoding == "learned":
-            x = x + self.pos_emb.weight[start:start + T]                # rows start..start+T-1 (T, C), broadcast over B
+            x = x + self.pos_emb.weight[start : start + T]  # rows start..start+T-1 (T, C), broadcast over B
         elif self.config.pos_encoding == "sinusoidal":
-            x = x + self._sinusoid_table(x)[start:start + T]            # (T, C) broadcast over B
+            x = x + self._sinusoid_table(x)[start : start + T]  # (T, C) broadcast over B
         x = self.emb_dropout(x)
         attentions = []
         for i, block in enumerate(self.blocks):
             cache = None if kv_caches is None else kv_caches[i]
-            x, att = block(x, return_attention=True, kv_cache=cache)    # (B, T, C), (B, H, T, start + T)
+            x, att = block(x, return_attention=True, kv_cache=cache)  # (B, T, C), (B, H, T, start + T)
             attentions.append(att)
-        x = self.norm(x)                                                # (B, T, C)
+        x = self.norm(x)  # (B, T, C)
         logits = F.linear(x, self.tok_emb.weight) if self.config.tie_weights else self.head(x)  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits, targets)
         return (logits, loss, attentions) if return_attention else (logits, loss)
@@ -98,7 +115,7 @@ class TinyTransformerLM(Module):
                     logits, _ = self(ids[:, -context_len:])
                 elif caches is not None and caches[0].length < context_len:  # the window still grows
                     logits, _ = self(ids[:, -1:], kv_caches=caches)
-                else:                                                   # first step, or the window slid
+                else:  # first step, or the window slid
                     caches = [KVCache() for _ in self.blocks]
                     logits, _ = self(ids[:, -context_len:], kv_caches=caches)
                 last = backend.to_device(logits.data[:, -1, :], "cpu").astype(np.float64)  # (B, V)
@@ -124,7 +141,7 @@ def sample_next(logits, temperature, top_k, rng):
         return logits.argmax(axis=-1)
     logits = logits / temperature
     if top_k is not None:
-        kth_largest = np.sort(logits, axis=-1)[:, -top_k][:, None]     # (B, 1)
+        kth_largest = np.sort(logits, axis=-1)[:, -top_k][:, None]  # (B, 1)
         logits = np.where(logits < kth_largest, -np.inf, logits)
-    probs = F.softmax(Tensor(logits), axis=-1).data                     # (B, V), the engine's softmax
+    probs = F.softmax(Tensor(logits), axis=-1).data  # (B, V), the engine's softmax
     return (probs.cumsum(axis=-1) > rng.random((len(probs), 1))).argmax(axis=-1)

@@ -6,6 +6,7 @@ op code runs on both; they name NumPy only for host-side constants (a mask built
 moved) and CPU-only paths. CuPy is imported lazily, on first need: `import tensorlab` never
 touches CUDA.
 """
+
 import numpy as np
 
 _cupy = None  # the cupy module once imported, False if it is not installed
@@ -17,6 +18,7 @@ def _import_cupy():
     if _cupy is None:
         try:
             import cupy
+
             _cupy = cupy
         except ImportError:
             _cupy = False
@@ -57,7 +59,8 @@ def module_for(device):
     if not gpu_available():
         raise RuntimeError(
             "device 'cuda' was asked for, but CuPy is not installed or sees no GPU; "
-            "install it with `pip install -e \".[gpu]\"` on a machine with an NVIDIA GPU")
+            'install it with `pip install -e ".[gpu]"` on a machine with an NVIDIA GPU'
+        )
     return _import_cupy()
 
 
@@ -82,7 +85,8 @@ def same_device(op_name, arrays):
     if len(devices) > 1:
         raise RuntimeError(
             f"{op_name}: inputs are on different devices ({' and '.join(sorted(devices))}); "
-            f"move them to one device with .to('cpu') or .to('cuda') first")
+            f"move them to one device with .to('cpu') or .to('cuda') first"
+        )
     return devices.pop() if devices else "cpu"
 
 
@@ -110,6 +114,7 @@ def scatter_add(target, index, values):
     """target[index] += values, where repeated indices add up (a plain += would keep only one)."""
     if is_cupy_array(target):
         import cupyx
+
         cupyx.scatter_add(target, index, values)
     else:
         np.add.at(target, index, values)
@@ -128,11 +133,12 @@ def scatter_add_rows(target, ids, rows):
         return
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
-    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))      # where each run of equal ids begins
+    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))  # where each run of equal ids begins
     target[sorted_ids[starts]] += np.add.reduceat(rows[order], starts, axis=0)
 
 
 def cupy_erf(x):
     """The error function on a CuPy array (NumPy has none; tensorlab.ops.elementwise has the CPU one)."""
     import cupyx.scipy.special
+
     return cupyx.scipy.special.erf(x)

@@ -5,13 +5,14 @@ methods and operators (`x + y`, `x.sum(axis=0)`) call these too. Arguments follo
 NumPy's names for array operations (axis, keepdims) and PyTorch's for the network
 ones (eps, p, training, ignore_index, approximate).
 """
+
 import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops import elementwise as _ew
 from tensorlab.ops import shape as _shape
-from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.attention import CausalAttention
+from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
@@ -26,26 +27,99 @@ from tensorlab.ops.softmax import LogSoftmax, Softmax
 from tensorlab.tensor import Tensor
 
 __all__ = [
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu",
-    "sum", "mean", "max", "reshape", "transpose", "swapaxes", "getitem", "concatenate", "stack", "split", "chunk",
-    "matmul", "linear", "where", "masked_fill", "softmax", "log_softmax", "cross_entropy", "embedding",
-    "rms_norm", "layer_norm", "dropout", "causal_attention", "rope", "to", "astype",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "pow",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "gelu",
+    "sum",
+    "mean",
+    "max",
+    "reshape",
+    "transpose",
+    "swapaxes",
+    "getitem",
+    "concatenate",
+    "stack",
+    "split",
+    "chunk",
+    "matmul",
+    "linear",
+    "where",
+    "masked_fill",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "embedding",
+    "rms_norm",
+    "layer_norm",
+    "dropout",
+    "causal_attention",
+    "rope",
+    "to",
+    "astype",
 ]
 
 
-def add(a, b): return _ew.Add()(a, b)
-def sub(a, b): return _ew.Sub()(a, b)
-def mul(a, b): return _ew.Mul()(a, b)
-def div(a, b): return _ew.Div()(a, b)
-def neg(x): return _ew.Neg()(x)
-def pow(x, exponent): return _ew.Pow(exponent)(x)  # noqa: A001 (NumPy's name)
-def exp(x): return _ew.Exp()(x)
-def log(x): return _ew.Log()(x)
-def sqrt(x): return _ew.Sqrt()(x)
-def tanh(x): return _ew.Tanh()(x)
-def sigmoid(x): return _ew.Sigmoid()(x)
-def relu(x): return _ew.Relu()(x)
-def silu(x): return _ew.Silu()(x)  # x * sigmoid(x)
+def add(a, b):
+    return _ew.Add()(a, b)
+
+
+def sub(a, b):
+    return _ew.Sub()(a, b)
+
+
+def mul(a, b):
+    return _ew.Mul()(a, b)
+
+
+def div(a, b):
+    return _ew.Div()(a, b)
+
+
+def neg(x):
+    return _ew.Neg()(x)
+
+
+def pow(x, exponent):
+    return _ew.Pow(exponent)(x)  # noqa: A001 (NumPy's name)
+
+
+def exp(x):
+    return _ew.Exp()(x)
+
+
+def log(x):
+    return _ew.Log()(x)
+
+
+def sqrt(x):
+    return _ew.Sqrt()(x)
+
+
+def tanh(x):
+    return _ew.Tanh()(x)
+
+
+def sigmoid(x):
+    return _ew.Sigmoid()(x)
+
+
+def relu(x):
+    return _ew.Relu()(x)
+
+
+def silu(x):
+    return _ew.Silu()(x)  # x * sigmoid(x)
 
 
 def to(x, device):
@@ -124,8 +198,9 @@ def split(x, split_size_or_sections, axis=0):
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0:
-            raise ValueError(f"split: the piece size must be a positive int, got {size} (for a number of pieces "
-                             f"use chunk)")
+            raise ValueError(
+                f"split: the piece size must be a positive int, got {size} (for a number of pieces use chunk)"
+            )
         sizes = [min(size, length - start) for start in range(0, length, size)] or [0]
     else:
         sizes = list(split_size_or_sections)
@@ -139,7 +214,7 @@ def chunk(x, chunks, axis=0):
     if not isinstance(chunks, int) or chunks <= 0:
         raise ValueError(f"chunk: the number of pieces must be a positive int, got {chunks!r}")
     length = x.shape[normalize_axis("chunk", axis, x.ndim)]
-    return split(x, -(-length // chunks) or 1, axis)                 # ceil(length / chunks)
+    return split(x, -(-length // chunks) or 1, axis)  # ceil(length / chunks)
 
 
 def matmul(a, b):

@@ -12,6 +12,7 @@ For a function f and inputs x, gradcheck
    A NaN or inf on either side is wrong whatever the tolerance (NaN fails every comparison,
    so "not greater than the tolerance" would pass it): the report names those elements first.
 """
+
 import numpy as np
 
 from tensorlab import backend
@@ -45,18 +46,30 @@ class InputReport:
         # the wrong elements only: non-finite ones first, then furthest beyond the tolerance
         beyond = np.where(self.nonfinite, np.inf, error - rtol * np.abs(np.nan_to_num(numeric)))
         order = [k for k in np.argsort(-beyond, axis=None, kind="stable") if self.wrong.flat[k]]
-        self.worst = [(tuple(int(i) for i in np.unravel_index(k, analytic.shape)),
-                       float(analytic.flat[k]), float(numeric.flat[k])) for k in order[:WORST_SHOWN]]
+        self.worst = [
+            (
+                tuple(int(i) for i in np.unravel_index(k, analytic.shape)),
+                float(analytic.flat[k]),
+                float(numeric.flat[k]),
+            )
+            for k in order[:WORST_SHOWN]
+        ]
 
     def nonfinite_lines(self):
         """'your gradient for 'x' has NaN at (0, 3), (1, 2)': one line per side that is not finite."""
         lines = []
         for side, values in (("your gradient", self.analytic), ("the numeric gradient", self.numeric)):
-            found = [f"{what} at {_listed(np.argwhere(test(values)))}"
-                     for what, test in (("NaN", np.isnan), ("inf", np.isinf)) if test(values).any()]
+            found = [
+                f"{what} at {_listed(np.argwhere(test(values)))}"
+                for what, test in (("NaN", np.isnan), ("inf", np.isinf))
+                if test(values).any()
+            ]
             if found:
-                why = "" if side == "your gradient" else \
-                    " (the function itself is not finite near these inputs: gradcheck cannot judge them)"
+                why = (
+                    ""
+                    if side == "your gradient"
+                    else " (the function itself is not finite near these inputs: gradcheck cannot judge them)"
+                )
                 lines.append(f"{side} for {self.name} has {' and '.join(found)}{why}")
         return lines
 
@@ -67,13 +80,17 @@ class InputReport:
     def __str__(self):
         shape = tuple(self.analytic.shape)
         if self.passed:
-            return (f"input {self.name} of shape {shape}: ok "
-                    f"(max abs error {self.max_abs_error:.1e})")
-        errors = "" if self.nonfinite.all() else \
-            f"; max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}" + \
-            (" (of the finite ones)" if self.nonfinite.any() else "")
-        lines = [f"input {self.name} of shape {shape}: {int(self.wrong.sum())} of {self.wrong.size} "
-                 f"gradient elements are wrong{errors}"]
+            return f"input {self.name} of shape {shape}: ok (max abs error {self.max_abs_error:.1e})"
+        errors = (
+            ""
+            if self.nonfinite.all()
+            else f"; max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}"
+            + (" (of the finite ones)" if self.nonfinite.any() else "")
+        )
+        lines = [
+            f"input {self.name} of shape {shape}: {int(self.wrong.sum())} of {self.wrong.size} "
+            f"gradient elements are wrong{errors}"
+        ]
         lines += ["    " + line for line in self.nonfinite_lines()]
         lines.append(f"    {'element':<16}{'analytic (yours)':>20}{'numeric (expected)':>22}{'difference':>14}")
         for index, a, n in self.worst:
@@ -93,10 +110,15 @@ class GradcheckReport:
 
     def __str__(self):
         failed = sum(not r.passed for r in self.inputs)
-        verdict = "gradcheck passed" if not failed else \
-            f"gradcheck FAILED: the gradient of {failed} of {len(self.inputs)} inputs is wrong"
-        rule = (f"(float64, central differences with eps={self.eps:g}; an element is wrong when "
-                f"|analytic - numeric| > {self.atol:g} + {self.rtol:g} * |numeric|)")
+        verdict = (
+            "gradcheck passed"
+            if not failed
+            else f"gradcheck FAILED: the gradient of {failed} of {len(self.inputs)} inputs is wrong"
+        )
+        rule = (
+            f"(float64, central differences with eps={self.eps:g}; an element is wrong when "
+            f"|analytic - numeric| > {self.atol:g} + {self.rtol:g} * |numeric|)"
+        )
         return "\n".join([verdict, rule] + [str(r) for r in self.inputs])
 
 

@@ -19,14 +19,15 @@ at its start (train.py and the bench/ scripts do):
 The cost is resident memory that stays at its peak after big arrays are freed (bench/RESULTS.md,
 "Keeping freed memory", has the numbers for both sides).
 """
+
 import ctypes
 import sys
 
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3   # mallopt parameters, from glibc's malloc.h
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # mallopt parameters, from glibc's malloc.h
 _SETTINGS = {
-    _M_MMAP_THRESHOLD: 32 << 20,   # arrays up to 32 MiB (glibc's maximum) come from the reusable heap
-    _M_TRIM_THRESHOLD: 1 << 30,    # never give back less than 1 GiB of free heap top
-    _M_TOP_PAD: 64 << 20,          # grow the heap 64 MiB at a time
+    _M_MMAP_THRESHOLD: 32 << 20,  # arrays up to 32 MiB (glibc's maximum) come from the reusable heap
+    _M_TRIM_THRESHOLD: 1 << 30,  # never give back less than 1 GiB of free heap top
+    _M_TOP_PAD: 64 << 20,  # grow the heap 64 MiB at a time
 }
 
 
@@ -39,4 +40,3 @@ def keep_freed_memory():
     except OSError:  # another C library (musl): leave it as it is
         return False
     return all(libc.mallopt(option, value) == 1 for option, value in _SETTINGS.items())
-

@@ -14,6 +14,7 @@ instant leaves the old file or the new one. A crash can leave a temporary file b
 `split_arrays` / `join_arrays` turn nested state (an optimizer's state_dict) into flat
 named arrays plus JSON and back.
 """
+
 import hashlib
 import json
 import os
@@ -61,8 +62,10 @@ def load(path):
         arrays = safetensors.numpy.load(data)
         metadata = json.loads(text)
     except Exception as err:  # whatever the bytes are, the answer is one line naming the file
-        raise CheckpointError(f"{path} is truncated, damaged or not a tensorlab checkpoint (a safetensors file "
-                              f"with tensorlab metadata): {type(err).__name__}: {str(err)[:80]}") from None
+        raise CheckpointError(
+            f"{path} is truncated, damaged or not a tensorlab checkpoint (a safetensors file "
+            f"with tensorlab metadata): {type(err).__name__}: {str(err)[:80]}"
+        ) from None
     if _checksum(arrays, text) != expected:
         raise CheckpointError(f"{path} is damaged or was changed: its sha256 does not match the one inside it")
     return arrays, metadata
@@ -71,14 +74,14 @@ def load(path):
 def _header(data):
     """The __metadata__ of safetensors bytes: an 8-byte little-endian length, then a JSON header."""
     (length,) = struct.unpack("<Q", data[:8])
-    return json.loads(data[8:8 + length])["__metadata__"]
+    return json.loads(data[8 : 8 + length])["__metadata__"]
 
 
 def _checksum(arrays, text):
     digest = hashlib.sha256(text.encode("utf-8"))
     for name in sorted(arrays):
         a = arrays[name]
-        digest.update(f"{name}|{a.dtype.str}|{a.shape}".encode("utf-8"))
+        digest.update(f"{name}|{a.dtype.str}|{a.shape}".encode())
         digest.update(np.ascontiguousarray(a).tobytes())
     return digest.hexdigest()
 

@@ -15,6 +15,7 @@ you clear them (`x.grad = None`, or `optimizer.zero_grad()`). Intermediate
 tensors keep no `.grad` unless asked to (`retain_grad()`). After `backward()` the graph is released, so a second
 `backward()` through it is an error unless the first one passed retain_graph=True.
 """
+
 import contextlib
 import threading
 
@@ -25,6 +26,7 @@ from tensorlab import backend
 
 class _GradMode(threading.local):
     """Whether ops record a graph, per thread (as in PyTorch): no_grad() in one thread leaves the others alone."""
+
     enabled = True
 
 
@@ -67,8 +69,8 @@ class Tensor:
         self.data = data
         self.grad = None
         self.requires_grad = requires_grad
-        self.creator = None      # the Function that produced this tensor, None for leaves
-        self.output_index = 0    # which of the creator's outputs this tensor is
+        self.creator = None  # the Function that produced this tensor, None for leaves
+        self.output_index = 0  # which of the creator's outputs this tensor is
         self.retains_grad = False  # an intermediate that keeps its .grad (see retain_grad)
 
     # ----- array facts -------------------------------------------------------------------------
@@ -147,8 +149,9 @@ class Tensor:
         defaults to 1 when this tensor holds a single number.
         """
         if not self.requires_grad:
-            raise RuntimeError("backward(): this tensor does not require grad; "
-                               "create the inputs with requires_grad=True")
+            raise RuntimeError(
+                "backward(): this tensor does not require grad; create the inputs with requires_grad=True"
+            )
         grad = self._initial_grad(grad)
         if self.creator is None or self.retains_grad:
             _accumulate_into_leaf(self, grad)
@@ -186,7 +189,8 @@ class Tensor:
             if self.size != 1:
                 raise RuntimeError(
                     f"backward() without a gradient needs a one-element tensor, but this one has shape "
-                    f"{self.shape}; reduce it first (e.g. .sum()) or pass grad= of shape {self.shape}")
+                    f"{self.shape}; reduce it first (e.g. .sum()) or pass grad= of shape {self.shape}"
+                )
             return xp.ones_like(self.data)
         grad = xp.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
         if grad.shape != self.shape:
@@ -194,30 +198,74 @@ class Tensor:
         return grad
 
     # ----- operators and array methods (NumPy names); the ops live in tensorlab.ops -----------
-    def __add__(self, other): return F.add(self, other)
-    def __radd__(self, other): return F.add(other, self)
-    def __sub__(self, other): return F.sub(self, other)
-    def __rsub__(self, other): return F.sub(other, self)
-    def __mul__(self, other): return F.mul(self, other)
-    def __rmul__(self, other): return F.mul(other, self)
-    def __truediv__(self, other): return F.div(self, other)
-    def __rtruediv__(self, other): return F.div(other, self)
-    def __neg__(self): return F.neg(self)
-    def __pow__(self, exponent): return F.pow(self, exponent)
-    def __matmul__(self, other): return F.matmul(self, other)
-    def __rmatmul__(self, other): return F.matmul(other, self)
-    def __getitem__(self, index): return F.getitem(self, index)
+    def __add__(self, other):
+        return F.add(self, other)
 
-    def sum(self, axis=None, keepdims=False): return F.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return F.mean(self, axis=axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return F.max(self, axis=axis, keepdims=keepdims)
-    def exp(self): return F.exp(self)
-    def log(self): return F.log(self)
-    def sqrt(self): return F.sqrt(self)
-    def tanh(self): return F.tanh(self)
-    def sigmoid(self): return F.sigmoid(self)
-    def relu(self): return F.relu(self)
-    def swapaxes(self, axis1, axis2): return F.swapaxes(self, axis1, axis2)
+    def __radd__(self, other):
+        return F.add(other, self)
+
+    def __sub__(self, other):
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        return F.sub(other, self)
+
+    def __mul__(self, other):
+        return F.mul(self, other)
+
+    def __rmul__(self, other):
+        return F.mul(other, self)
+
+    def __truediv__(self, other):
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return F.div(other, self)
+
+    def __neg__(self):
+        return F.neg(self)
+
+    def __pow__(self, exponent):
+        return F.pow(self, exponent)
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return F.matmul(other, self)
+
+    def __getitem__(self, index):
+        return F.getitem(self, index)
+
+    def sum(self, axis=None, keepdims=False):
+        return F.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return F.mean(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return F.max(self, axis=axis, keepdims=keepdims)
+
+    def exp(self):
+        return F.exp(self)
+
+    def log(self):
+        return F.log(self)
+
+    def sqrt(self):
+        return F.sqrt(self)
+
+    def tanh(self):
+        return F.tanh(self)
+
+    def sigmoid(self):
+        return F.sigmoid(self)
+
+    def relu(self):
+        return F.relu(self)
+
+    def swapaxes(self, axis1, axis2):
+        return F.swapaxes(self, axis1, axis2)
 
     def reshape(self, *shape):
         """Same data, new shape; accepts reshape(2, 3) and reshape((2, 3)) like NumPy."""
@@ -271,7 +319,8 @@ class Function:
             raise RuntimeError(
                 f"{op_name}: this {type(self).__name__} instance was already called once; a Function keeps "
                 f"what its backward needs on self, so create a new instance for each call "
-                f"({type(self).__name__}(...)(a) + {type(self).__name__}(...)(b), not op(a) + op(b))")
+                f"({type(self).__name__}(...)(a) + {type(self).__name__}(...)(b), not op(a) + op(b))"
+            )
         self._called = True
         tensors = [_as_tensor(x, inputs) for x in inputs]
         backend.same_device(op_name, [t.data for t in tensors])
@@ -317,7 +366,8 @@ def topological_order(root):
         if fn.inputs is None:
             raise RuntimeError(
                 f"backward() through {type(fn).__name__} a second time: its graph was freed by the first "
-                f"backward(); call backward(retain_graph=True) the first time if you need to do this")
+                f"backward(); call backward(retain_graph=True) the first time if you need to do this"
+            )
         visited.add(fn)
         stack.append((fn, True))
         for t in fn.inputs:
@@ -367,7 +417,8 @@ def _check_grad(fn, tensor, gx):
     if gx.shape != tensor.shape or gx.dtype != tensor.dtype:
         raise RuntimeError(
             f"{type(fn).__name__}.backward returned a gradient of shape {gx.shape} and dtype {gx.dtype} "
-            f"for an input of shape {tensor.shape} and dtype {tensor.dtype}; they must match")
+            f"for an input of shape {tensor.shape} and dtype {tensor.dtype}; they must match"
+        )
     return gx
 
 
@@ -387,9 +438,13 @@ def _numbers(data):
     try:
         probe = np.asarray(data)
     except ValueError:
-        raise ValueError("tensorlab.tensor: the nested lists are ragged (rows of different lengths); "
-                         "expected a rectangular array of numbers") from None
+        raise ValueError(
+            "tensorlab.tensor: the nested lists are ragged (rows of different lengths); "
+            "expected a rectangular array of numbers"
+        ) from None
     if probe.dtype.kind not in "biuf":
-        raise TypeError(f"tensorlab.tensor: expected numbers (a number, a list of numbers or an array), "
-                        f"got {type(data).__name__} {str(data)[:40]!r}")
+        raise TypeError(
+            f"tensorlab.tensor: expected numbers (a number, a list of numbers or an array), "
+            f"got {type(data).__name__} {str(data)[:40]!r}"
+        )
     return probe

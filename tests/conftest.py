@@ -5,6 +5,7 @@ A test that takes `backend` runs once per array backend. It builds its inputs wi
 code on the CPU (NumPy) and on an NVIDIA GPU (CuPy). Without a GPU the CuPy run is
 run on the strict CuPy stand-in in tests/strict_cupy (NumPy underneath, CuPy's rules on top).
 """
+
 import os
 import sys
 from pathlib import Path

@@ -9,6 +9,7 @@ would hide a backward that returns zeros for softmax, whose true gradient of a s
 exactly zero) and compares every input's gradient, element by element. A failure
 names the op, the output or input, the worst element and both values.
 """
+
 import numpy as np
 import torch
 
@@ -22,8 +23,9 @@ TOLERANCES = {  # (rtol, atol) by dtype: |ours - torch| <= atol + rtol * |torch|
 }
 
 
-def check_against_torch(tl_fn, torch_fn, inputs, *, dtype="float64", device="cpu", upstream_seed=0,
-                        rtol=None, atol=None, name=None):
+def check_against_torch(
+    tl_fn, torch_fn, inputs, *, dtype="float64", device="cpu", upstream_seed=0, rtol=None, atol=None, name=None
+):
     """Compare tl_fn(*inputs) with torch_fn(*inputs): outputs and every input's gradient.
 
     inputs: NumPy arrays or Python scalars. Floating arrays are cast to `dtype` and require
@@ -41,15 +43,15 @@ def check_against_torch(tl_fn, torch_fn, inputs, *, dtype="float64", device="cpu
     torch_inputs = [_torch_input(x, dtype) for x in inputs]
     tl_out = _as_tuple(tl_fn(*tl_inputs))
     torch_out = _as_tuple(torch_fn(*torch_inputs))
-    assert len(tl_out) == len(torch_out), \
-        f"{name}: tensorlab returned {len(tl_out)} outputs, PyTorch {len(torch_out)}"
+    assert len(tl_out) == len(torch_out), f"{name}: tensorlab returned {len(tl_out)} outputs, PyTorch {len(torch_out)}"
 
     # ----- forward: shape, dtype, device, values
     for k, (ours, theirs) in enumerate(zip(tl_out, torch_out)):
         what = f"{name}: output {k}" if len(tl_out) > 1 else f"{name}: output"
         assert isinstance(ours, tensorlab.Tensor), f"{what} is a {type(ours).__name__}, not a Tensor"
-        assert str(ours.dtype) == _dtype_name(theirs.dtype), \
+        assert str(ours.dtype) == _dtype_name(theirs.dtype), (
             f"{what} has dtype {ours.dtype} in tensorlab but {_dtype_name(theirs.dtype)} in PyTorch"
+        )
         assert ours.device == device, f"{what} is on {ours.device}, its inputs on {device}"
         assert_close(what, ours.numpy(), theirs.detach().numpy(), rtol, atol)
 
@@ -71,8 +73,9 @@ def check_against_torch(tl_fn, torch_fn, inputs, *, dtype="float64", device="cpu
             continue
         what = f"{name}: gradient of input {i} (shape {tuple(ours.shape)})"
         assert ours.grad is not None, f"{what}: tensorlab gave no gradient"
-        assert ours.grad.shape == ours.shape and ours.grad.dtype == ours.dtype, \
+        assert ours.grad.shape == ours.shape and ours.grad.dtype == ours.dtype, (
             f"{what} has shape {ours.grad.shape} and dtype {ours.grad.dtype}; it must match its input"
+        )
         assert tl_backend.device_of(ours.grad) == device, f"{what} is not on {device}"
         expected = np.zeros(ours.shape, dtype) if theirs.grad is None else theirs.grad.numpy()
         assert_close(what, tl_backend.to_device(ours.grad, "cpu"), expected, rtol, atol)
@@ -92,7 +95,8 @@ def assert_close(what, ours, theirs, rtol, atol):
     raise AssertionError(
         f"{what} differs from PyTorch at {int((~close).sum())} of {close.size} elements "
         f"(rtol={rtol:g}, atol={atol:g}); worst at index {tuple(int(i) for i in worst)}: "
-        f"tensorlab {ours[worst]!r}, PyTorch {theirs[worst]!r}")
+        f"tensorlab {ours[worst]!r}, PyTorch {theirs[worst]!r}"
+    )
 
 
 def torch_index(index):

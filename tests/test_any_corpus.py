@@ -1,4 +1,5 @@
 """Any corpus: a directory of text files as one corpus, a non-UTF-8 file in one line, prompts from the corpus."""
+
 import numpy as np
 import pytest
 
@@ -16,7 +17,8 @@ def story_corpus(directory, n=40):
     for i in range(n):
         who, what = names[i % 4], things[(i // 4) % 4]
         (directory / f"story{i:03d}.txt").write_text(
-            f"Once upon a time, {who} found a {what}. {who} was happy and played with the {what} all day.\n")
+            f"Once upon a time, {who} found a {what}. {who} was happy and played with the {what} all day.\n"
+        )
     return directory
 
 
@@ -57,7 +59,7 @@ def test_a_file_that_is_not_utf8_gets_one_line_naming_it(tmp_path):
 
 def test_prompts_come_from_the_corpus_itself():
     tok = BPETokenizer.train(MANUAL, 300)
-    val = tok.encode(MANUAL[len(MANUAL) // 2:])
+    val = tok.encode(MANUAL[len(MANUAL) // 2 :])
     prompts = corpus_prompts(val, tok)
     assert len(prompts) == 3 and len(set(prompts)) == 3
     for prompt in prompts:

@@ -3,6 +3,7 @@
 Also the non-finite guard: a diverging run stops at once with one line (exit status 3),
 and its checkpoints keep the last finite weights.
 """
+
 import json
 import math
 import pickle
@@ -69,6 +70,7 @@ def assert_one_line(status, err, *fragments, code=2):
 
 # ----- the run directory ---------------------------------------------------------------------------------
 
+
 def test_out_in_a_directory_that_cannot_be_written(corpus, capsys):
     target = Path("/sys/tensorlab-run")
     try:
@@ -93,16 +95,17 @@ def test_a_run_killed_before_its_first_checkpoint_can_be_resumed_or_reused(corpu
     out = tmp_path / "run"
     (out / "checkpoints").mkdir(parents=True)
     (out / "config.json").write_text(json.loads(json.dumps((ROOT / "configs" / "tiny.json").read_text())))
-    status, _, _ = run_main(tiny_args(corpus, out), capsys)               # --out again
+    status, _, _ = run_main(tiny_args(corpus, out), capsys)  # --out again
     assert status == 0 and read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 12
     out2 = tmp_path / "run2"
     (out2 / "checkpoints").mkdir(parents=True)
     shutil.copy(out / "config.json", out2 / "config.json")
-    status, _, _ = run_main(["--resume", out2, "--data", corpus, "--no-report"], capsys)   # or --resume from step 0
+    status, _, _ = run_main(["--resume", out2, "--data", corpus, "--no-report"], capsys)  # or --resume from step 0
     assert status == 0 and read_checkpoint(out2 / "checkpoints" / "latest")["progress"]["step"] == 12
 
 
 # ----- files that parse but are wrong, or do not parse -----------------------------------------------------
+
 
 @pytest.mark.parametrize("content", [b"\x93\xff\x00garbage\x01", b'{"format": 1, "tokenizer": {"model": 3}}'])
 def test_a_broken_tokenizer_file(copy, content, capsys):
@@ -114,8 +117,9 @@ def test_a_broken_tokenizer_file(copy, content, capsys):
     assert files(copy) == before
 
 
-@pytest.mark.parametrize("content, fragment", [(b"\x93\xff\x00\x01", "is not text"),
-                                               (b'{"step": 0}\nnot json\n', "line 2 is not JSON")])
+@pytest.mark.parametrize(
+    "content, fragment", [(b"\x93\xff\x00\x01", "is not text"), (b'{"step": 0}\nnot json\n', "line 2 is not JSON")]
+)
 def test_random_bytes_in_metrics_jsonl(copy, content, fragment, capsys):
     (copy / "metrics.jsonl").write_bytes(content)
     status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
@@ -179,13 +183,17 @@ def test_eval_on_another_corpus_needs_force(run_dir, tmp_path, capsys):
 
 # ----- generate, the engine ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flags, fragment", [
-    (["--temperature", "nan"], "--temperature must be a finite number >= 0"),
-    (["--temperature", "inf"], "--temperature must be a finite number >= 0"),
-    (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
-    (["--top-k", "0"], "--top-k must be in [1, 300]"),
-    (["--top-k", "100000"], "--top-k must be in [1, 300]"),
-])
+
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        (["--temperature", "nan"], "--temperature must be a finite number >= 0"),
+        (["--temperature", "inf"], "--temperature must be a finite number >= 0"),
+        (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+        (["--top-k", "0"], "--top-k must be in [1, 300]"),
+        (["--top-k", "100000"], "--top-k must be in [1, 300]"),
+    ],
+)
 def test_generate_with_a_bad_sampling_setting(run_dir, flags, fragment, capsys):
     status, _, err = run_main(["generate", run_dir, *flags], capsys)
     assert_one_line(status, err, fragment)
@@ -211,21 +219,27 @@ def test_eval_and_generate_take_a_device(run_dir, capsys):
     assert_one_line(status, err, "--device", "cpu", "cuda")
 
 
-@pytest.mark.parametrize("data, error, fragment", [
-    ("abc", TypeError, "tensorlab.tensor: expected numbers (a number, a list of numbers or an array), got str"),
-    (None, TypeError, "got NoneType"),
-    ([[1, 2], [3]], ValueError, "the nested lists are ragged"),
-])
+@pytest.mark.parametrize(
+    "data, error, fragment",
+    [
+        ("abc", TypeError, "tensorlab.tensor: expected numbers (a number, a list of numbers or an array), got str"),
+        (None, TypeError, "got NoneType"),
+        ([[1, 2], [3]], ValueError, "the nested lists are ragged"),
+    ],
+)
 def test_tensor_of_something_that_is_not_numbers(data, error, fragment):
     with pytest.raises(error) as info:
         tensorlab.tensor(data)
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("value, fragment", [
-    (np.array(["a", "b"]), "dtype <U1"),
-    (np.zeros(2, dtype=np.complex64), "dtype complex64"),
-])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        (np.array(["a", "b"]), "dtype <U1"),
+        (np.zeros(2, dtype=np.complex64), "dtype complex64"),
+    ],
+)
 def test_load_state_dict_of_strings_or_complex_numbers(value, fragment):
     layer = tensorlab.nn.Linear(2, 1, bias=False)
     before = layer.weight.data.copy()
@@ -255,10 +269,14 @@ def test_running_out_of_memory_is_one_line(corpus, tmp_path, capsys):
 
 # ----- non-finite training ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flags, what", [
-    (["--lr", "1e30", "--grad-clip", "0"], "is nan"),
-    (["--lr", "100"], "is nan"),
-])
+
+@pytest.mark.parametrize(
+    "flags, what",
+    [
+        (["--lr", "1e30", "--grad-clip", "0"], "is nan"),
+        (["--lr", "100"], "is nan"),
+    ],
+)
 def test_a_diverging_run_stops_at_once_and_keeps_finite_checkpoints(corpus, tmp_path, flags, what, capsys):
     out = tmp_path / "run"
     status, _, err = run_main(tiny_args(corpus, out, "--max-steps", 40, "--eval-interval", 2, *flags), capsys)
@@ -269,7 +287,7 @@ def test_a_diverging_run_stops_at_once_and_keeps_finite_checkpoints(corpus, tmp_
         assert all(np.isfinite(a).all() for a in state["model"].values())
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(math.isfinite(r["val_loss"]) for r in rows)
-    status, _, err = run_main(["--resume", out, "--no-report"], capsys)   # resume meets the same line, no traceback
+    status, _, err = run_main(["--resume", out, "--no-report"], capsys)  # resume meets the same line, no traceback
     assert_one_line(status, err, what, code=3)
 
 

@@ -1,4 +1,5 @@
 """bench/speed.py ends with the worker's error when a worker fails, dies or stops answering; it never hangs."""
+
 import argparse
 import os
 import signal
@@ -8,14 +9,16 @@ import pytest
 
 from bench.speed import Worker, WorkerDied
 
-MODEL = dict(vocab_size=20, context_len=8, d_model=8, n_layers=1, n_heads=2, d_ff=16, dropout=0.0,
-             pos_encoding="learned")
+MODEL = dict(
+    vocab_size=20, context_len=8, d_model=8, n_layers=1, n_heads=2, d_ff=16, dropout=0.0, pos_encoding="learned"
+)
 
 
 @pytest.fixture
 def worker(tmp_path):
     from models.config import ModelConfig
     from models.transformer import TinyTransformerLM
+
     weights = tmp_path / "w.npz"
     np.savez(weights, **TinyTransformerLM(ModelConfig(**MODEL)).state_dict())
     w = Worker("tensorlab", argparse.Namespace(timeout=60), MODEL, str(weights), 2, 8, "cpu", 1)

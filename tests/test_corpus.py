@@ -94,7 +94,7 @@ def test_download_with_right_bytes_is_cached_atomically(offline, monkeypatch, st
     assert calls == [corpus.CORPUS_URL]
     assert path == offline / "tinyshakespeare.txt"
     assert path.read_bytes() == data and corpus.sha256_hex(data) == corpus.CORPUS_SHA256
-    (tmp, dst), = replaced  # written to a temp file in the same directory, then renamed
+    ((tmp, dst),) = replaced  # written to a temp file in the same directory, then renamed
     assert tmp.parent == dst.parent == offline and tmp != dst
     assert sorted(p.name for p in offline.iterdir()) == ["tinyshakespeare.txt"]  # no temp file left
     corpus_path()  # now cached: no second download

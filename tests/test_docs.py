@@ -17,6 +17,7 @@ Checked in docs/*.md and README.md:
    `python tests/test_docs.py --fix-anchors` rewrites every such range (and its "lines A-B")
    to the symbol's current lines; read the diff, and the prose around it, before committing.
 """
+
 import ast
 import contextlib
 import io
@@ -59,7 +60,7 @@ def blocks(path):
         i += 1
         while i < len(lines) and not _closes(lines[i], fence):
             i += 1
-        found.append(Block(info, start + 1, i + 1, textwrap.dedent("\n".join(lines[start + 1:i]))))
+        found.append(Block(info, start + 1, i + 1, textwrap.dedent("\n".join(lines[start + 1 : i]))))
         i += 1
     return found
 
@@ -102,8 +103,11 @@ def symbol_lines(py_path, dotted):
     scope = ast.parse(py_path.read_text(encoding="utf-8"))
     node = None
     for part in dotted.split("."):
-        children = [n for n in ast.iter_child_nodes(scope)
-                    if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part]
+        children = [
+            n
+            for n in ast.iter_child_nodes(scope)
+            if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part
+        ]
         if not children:
             return None
         node = scope = children[-1]
@@ -129,6 +133,7 @@ def anchored_links(path):
 def tensorlab_rng_restored():
     """The snippets seed and draw from tensorlab's generators; put them back as they were for other tests."""
     from tensorlab import random as tl_random
+
     state = tl_random.get_state()  # the seed, the CPU stream and the GPU draw counts
     yield
     tl_random.set_state(state)
@@ -155,11 +160,17 @@ def test_python_blocks_run(page, tmp_path, monkeypatch, tensorlab_rng_restored):
         except Exception as error:
             raise AssertionError(f"{where} raised {type(error).__name__}: {error}") from error
         following = found[k + 1] if k + 1 < len(found) else None
-        if following and following.info == "output" and not "".join(lines[block.closing:following.opening - 1]).strip():
+        if (
+            following
+            and following.info == "output"
+            and not "".join(lines[block.closing : following.opening - 1]).strip()
+        ):
             shown = [s.rstrip() for s in following.code.rstrip().splitlines()]
             actual = [s.rstrip() for s in printed.getvalue().rstrip().splitlines()]
-            assert actual == shown, (f"{where} printed something else than the ```output block below it "
-                                     f"shows.\nprinted:\n" + "\n".join(actual) + "\nshown:\n" + "\n".join(shown))
+            assert actual == shown, (
+                f"{where} printed something else than the ```output block below it "
+                f"shows.\nprinted:\n" + "\n".join(actual) + "\nshown:\n" + "\n".join(shown)
+            )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
@@ -190,8 +201,10 @@ def test_line_anchors_point_at_the_named_symbol(page):
         if span is None:
             problems.append(f"{where}: no class or function {' or '.join(names)} in {py_path.relative_to(ROOT)}")
         elif (start, end) != span:
-            problems.append(f"{where}: anchor L{start}-L{end}, but {names[0]} is at lines {span[0]}-{span[1]} "
-                            f"(python tests/test_docs.py --fix-anchors)")
+            problems.append(
+                f"{where}: anchor L{start}-L{end}, but {names[0]} is at lines {span[0]}-{span[1]} "
+                f"(python tests/test_docs.py --fix-anchors)"
+            )
         said = LINES_TEXT.search(text)
         if said and (int(said["start"]), int(said["end"] or said["start"])) != (start, end):
             problems.append(f"{where}: the text says lines {said.group(0)[6:]}, the anchor L{start}-L{end}")

@@ -1,4 +1,5 @@
 """Bad input fails early, with a message that names the op and the shapes or values at fault."""
+
 import re
 
 import numpy as np
@@ -22,12 +23,15 @@ def shapes(*shapes):
 
 # ----- shape mismatches ------------------------------------------------------------------------
 
+
 def test_matmul_shape_mismatch(backend):
     with pytest.raises(ValueError, match="matmul: shapes " + shapes((3, 4), (5, 2)) + r".*\(4\).*\(5\)"):
         t((3, 4), backend) @ t((5, 2), backend)
     with pytest.raises(ValueError, match="matmul of " + shapes((2, 3, 4), (3, 4, 5)) + ".*batch axes"):
         F.matmul(t((2, 3, 4), backend), t((3, 4, 5), backend))
-    with pytest.raises(ValueError, match="matmul: operands must have at least 1 dimension, got shapes " + shapes((), (3,))):
+    with pytest.raises(
+        ValueError, match="matmul: operands must have at least 1 dimension, got shapes " + shapes((), (3,))
+    ):
         F.matmul(t((), backend), t((3,), backend))
 
 
@@ -58,7 +62,9 @@ def test_shape_op_errors(backend):
         F.chunk(x, -2, axis=1)
     with pytest.raises(ValueError, match=r"split: sizes \[1, 2\] must .* add up to 4.*" + shapes((3, 4))):
         F.split(x, [1, 2], axis=1)
-    with pytest.raises(ValueError, match="transpose: axes " + shapes((0, 0)) + " are not a permutation.*" + shapes((3, 4))):
+    with pytest.raises(
+        ValueError, match="transpose: axes " + shapes((0, 0)) + " are not a permutation.*" + shapes((3, 4))
+    ):
         F.transpose(x, (0, 0))
     with pytest.raises(ValueError, match="transpose: axis 5 is out of range for an array with 2 dimensions"):
         F.transpose(x, (0, 5))
@@ -86,9 +92,14 @@ def test_selection_and_norm_errors(backend):
         F.where(np.ones((3, 4)), x, x)
     with pytest.raises(TypeError, match="masked_fill: .*boolean array, got dtype int64"):
         F.masked_fill(x, np.ones((3, 4), np.int64), 0.0)
-    with pytest.raises(ValueError, match="masked_fill: mask of shape " + shapes((2, 3, 4)) + " must broadcast to x's shape " + shapes((3, 4))):
+    with pytest.raises(
+        ValueError,
+        match="masked_fill: mask of shape " + shapes((2, 3, 4)) + " must broadcast to x's shape " + shapes((3, 4)),
+    ):
         F.masked_fill(x, np.ones((2, 3, 4), bool), 0.0)
-    with pytest.raises(ValueError, match="layer_norm: weight/bias of shape " + shapes((3,)) + r" must be \(4,\).*" + shapes((3, 4))):
+    with pytest.raises(
+        ValueError, match="layer_norm: weight/bias of shape " + shapes((3,)) + r" must be \(4,\).*" + shapes((3, 4))
+    ):
         F.layer_norm(x, t((3,), backend))
     with pytest.raises(ValueError, match="rms_norm: weight/bias of shape " + shapes((5,)) + r" must be \(4,\)"):
         F.rms_norm(x, t((5,), backend))
@@ -103,10 +114,11 @@ def test_setting_errors(backend):
     with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh', got 'fast'"):
         F.gelu(x, approximate="fast")
     with pytest.raises(TypeError, match="pow: the exponent must be a Python int or float, got Tensor"):
-        x ** x
+        x**x
 
 
 # ----- class ids: cross_entropy targets and embedding ids ------------------------------------------
+
 
 def test_cross_entropy_float_targets(backend):
     with pytest.raises(TypeError, match="cross_entropy: targets must be integer class ids, got dtype float32"):
@@ -117,20 +129,29 @@ def test_cross_entropy_float_targets(backend):
 def test_cross_entropy_out_of_range_targets(bad, position, backend):
     targets = np.array([0, 1, 2])
     targets[position] = bad
-    with pytest.raises(ValueError, match=rf"cross_entropy: target {bad} at position \({position},\) is out of range; "
-                                         r"class ids must be in \[0, 4\] for 5 classes"):
+    with pytest.raises(
+        ValueError,
+        match=rf"cross_entropy: target {bad} at position \({position},\) is out of range; "
+        r"class ids must be in \[0, 4\] for 5 classes",
+    ):
         F.cross_entropy(t((3, 5), backend, requires_grad=True), t(targets, backend))
 
 
 def test_cross_entropy_target_shape(backend):
-    with pytest.raises(ValueError, match="cross_entropy: targets of shape " + shapes((2,)) + ".*" + shapes((3,)) + ".*" + shapes((3, 5))):
+    with pytest.raises(
+        ValueError,
+        match="cross_entropy: targets of shape " + shapes((2,)) + ".*" + shapes((3,)) + ".*" + shapes((3, 5)),
+    ):
         F.cross_entropy(t((3, 5), backend), t([0, 1], backend))
 
 
 @pytest.mark.parametrize("bad", [9, -1])
 def test_embedding_out_of_range_ids(bad, backend):
-    with pytest.raises(ValueError, match=rf"embedding: id {bad} is out of range for a table of 5 rows "
-                                         r"\(weight shape \(5, 3\)\); ids must be in \[0, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match=rf"embedding: id {bad} is out of range for a table of 5 rows "
+        r"\(weight shape \(5, 3\)\); ids must be in \[0, 4\]",
+    ):
         F.embedding(t([[0, bad], [4, 2]], backend), t((5, 3), backend, requires_grad=True))
 
 
@@ -143,10 +164,14 @@ def test_embedding_needs_integer_ids_and_a_2d_table(backend):
 
 # ----- backward misuse ------------------------------------------------------------------------
 
+
 def test_backward_on_a_non_scalar_without_a_gradient(backend):
     y = t((2, 3), backend, requires_grad=True) * 2.0
-    with pytest.raises(RuntimeError, match=r"backward\(\) without a gradient needs a one-element tensor, "
-                                           r"but this one has shape \(2, 3\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"backward\(\) without a gradient needs a one-element tensor, "
+        r"but this one has shape \(2, 3\)",
+    ):
         y.backward()
 
 
@@ -169,8 +194,11 @@ def test_a_backward_returning_the_wrong_shape_is_caught_at_that_op(backend):
             return gy.sum(axis=0)
 
     x = t((2, 3), backend, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"BadExp.backward returned a gradient of shape \(3,\) .* "
-                                           r"for an input of shape \(2, 3\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"BadExp.backward returned a gradient of shape \(3,\) .* "
+        r"for an input of shape \(2, 3\)",
+    ):
         BadExp()(x).sum().backward()
 
 
@@ -188,33 +216,44 @@ def test_a_backward_returning_the_wrong_dtype_is_caught_at_that_op(backend):
 
 # ----- devices ---------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """Make chosen arrays report device 'cuda' (on a CPU-only machine), through the real op path."""
     on_cuda = []
     real_device_of = tl_backend.device_of
-    monkeypatch.setattr(tl_backend, "device_of",
-                        lambda array: "cuda" if any(array is a for a in on_cuda) else real_device_of(array))
+    monkeypatch.setattr(
+        tl_backend, "device_of", lambda array: "cuda" if any(array is a for a in on_cuda) else real_device_of(array)
+    )
     return on_cuda
 
 
-@pytest.mark.parametrize("op, make", [
-    ("add", lambda a, b: a + b),
-    ("matmul", lambda a, b: a @ b),
-    ("cross_entropy", lambda a, b: F.cross_entropy(a, b)),
-    ("embedding", lambda a, b: F.embedding(b, a)),
-    ("causal_attention", lambda a, b: F.causal_attention(a, b, b)),
-])
+@pytest.mark.parametrize(
+    "op, make",
+    [
+        ("add", lambda a, b: a + b),
+        ("matmul", lambda a, b: a @ b),
+        ("cross_entropy", lambda a, b: F.cross_entropy(a, b)),
+        ("embedding", lambda a, b: F.embedding(b, a)),
+        ("causal_attention", lambda a, b: F.causal_attention(a, b, b)),
+    ],
+)
 def test_mixing_devices_in_one_op_is_an_error(op, make, fake_cuda):
     a = tensorlab.tensor(np.ones((3, 4)), requires_grad=True)
     if op == "causal_attention":  # (B, H, T, D)
         a = tensorlab.tensor(np.ones((1, 1, 3, 4)), requires_grad=True)
-    b = {"add": tensorlab.tensor(np.ones((3, 4))), "matmul": tensorlab.tensor(np.ones((4, 2))),
-         "causal_attention": tensorlab.tensor(np.ones((1, 1, 3, 4)))}.get(op, tensorlab.tensor(np.array([0, 1, 2])))
+    b = {
+        "add": tensorlab.tensor(np.ones((3, 4))),
+        "matmul": tensorlab.tensor(np.ones((4, 2))),
+        "causal_attention": tensorlab.tensor(np.ones((1, 1, 3, 4))),
+    }.get(op, tensorlab.tensor(np.array([0, 1, 2])))
     fake_cuda.append(b.data)
     assert b.device == "cuda" and a.device == "cpu"
-    with pytest.raises(RuntimeError, match=rf"{op}: inputs are on different devices \(cpu and cuda\); "
-                                           r"move them to one device with .to\('cpu'\) or .to\('cuda'\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"{op}: inputs are on different devices \(cpu and cuda\); "
+        r"move them to one device with .to\('cpu'\) or .to\('cuda'\)",
+    ):
         make(a, b)
 
 

@@ -8,6 +8,7 @@ hung case is stopped and that Ctrl-C prints one line. A planted mistake is a ref
 (teachers/solutions/, in the checkout only) with lines changed as a student would write them,
 written to tmp_path; `plant` fails loudly if a line is no longer there.
 """
+
 import shutil
 import signal
 import subprocess
@@ -25,8 +26,22 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tensorlab" / "exercises"
 SOLUTIONS = ROOT / "teachers" / "solutions"  # in the checkout only: not part of the installed package
 NAMES = [exercise.name for exercise in EXERCISES]
-REQUIRED = ["value", "topo", "unbroadcast", "function", "mul", "matmul", "exp_log", "sum", "softmax", "log_softmax_nll", "rms_norm", "embedding",
-            "causal_attention", "adamw"]
+REQUIRED = [
+    "value",
+    "topo",
+    "unbroadcast",
+    "function",
+    "mul",
+    "matmul",
+    "exp_log",
+    "sum",
+    "softmax",
+    "log_softmax_nll",
+    "rms_norm",
+    "embedding",
+    "causal_attention",
+    "adamw",
+]
 
 
 def run(capsys, *argv):
@@ -64,17 +79,23 @@ def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
 
 def test_the_exercises_work_from_the_package_alone(tmp_path):
     """An installed tensorlab has no teachers/ folder: list and check still work."""
-    shutil.copytree(ROOT / "tensorlab", tmp_path / "tensorlab",
-                    ignore=shutil.ignore_patterns("solutions", "__pycache__"))
+    shutil.copytree(
+        ROOT / "tensorlab", tmp_path / "tensorlab", ignore=shutil.ignore_patterns("solutions", "__pycache__")
+    )
     assert not (tmp_path / "tensorlab" / "exercises" / "solutions").exists()
-    listed = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "list"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "list"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     for name in NAMES:
         assert f"  {name}  " in listed.stdout
-    checked = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "mul",
-                              "tensorlab/exercises/stubs/mul.py"], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=60)
+    checked = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "check", "mul", "tensorlab/exercises/stubs/mul.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checked.returncode == 1 and "Mul.backward is not written yet" in checked.stdout, checked.stderr
 
 
@@ -112,15 +133,21 @@ def test_a_transposed_matmul_gradient_is_named_by_shape_and_on_a_square_case(cap
 
 
 def test_a_factor_off_by_the_summed_axis_length_is_named(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "sum", "return np.broadcast_to(gy, self.x_shape).copy()",
-                        "return np.broadcast_to(gy, self.x_shape).copy() / self.x_shape[self.axes[0]]")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "sum",
+        "return np.broadcast_to(gy, self.x_shape).copy()",
+        "return np.broadcast_to(gy, self.x_shape).copy() / self.x_shape[self.axes[0]]",
+    )
     assert "Your gradient is 1/4 times the right one: off by the axis length 4 (axis 1 of 'x')" in out
     assert "too small by 4" in out
 
 
 def test_a_mean_without_its_one_over_n_is_named(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "mean", "np.broadcast_to(gy / n, self.x_shape)",
-                        "np.broadcast_to(gy, self.x_shape)")
+    out = check_planted(
+        capsys, tmp_path, "mean", "np.broadcast_to(gy / n, self.x_shape)", "np.broadcast_to(gy, self.x_shape)"
+    )
     assert "off by the axis length 4 (axis 1 of 'x'); it is too large by 4: a division by 4 is missing" in out
     assert "off by 15, the number of elements of 'x' over axes (0, 2)" in out
     assert "off by 60, the number of elements of 'x' in all" in out
@@ -139,9 +166,13 @@ def test_a_missing_attention_scale_is_named(capsys, tmp_path):
 
 
 def test_a_zero_gradient_is_named(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "softmax",
-                        "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))",
-                        "return np.zeros_like(gy)")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "softmax",
+        "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))",
+        "return np.zeros_like(gy)",
+    )
     assert "Your gradient is all zeros." in out
 
 
@@ -155,8 +186,13 @@ def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_p
 
 
 def test_an_unsummed_weight_gradient_in_rms_norm_is_a_missing_broadcast_sum(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "rms_norm", "gw = (gy * self.xhat).reshape(-1, gy.shape[-1]).sum(axis=0)",
-                        "gw = gy * self.xhat")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "rms_norm",
+        "gw = (gy * self.xhat).reshape(-1, gy.shape[-1]).sum(axis=0)",
+        "gw = gy * self.xhat",
+    )
     assert "gweight = gweight.sum(axis=(0, 1))" in out
 
 
@@ -166,9 +202,13 @@ def test_a_backward_that_ignores_gy_is_named(capsys, tmp_path):
 
 
 def test_swapped_gradients_are_named(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "mul",
-                        "return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)",
-                        "return unbroadcast(gy * self.a, self.a.shape), unbroadcast(gy * self.b, self.b.shape)")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "mul",
+        "return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)",
+        "return unbroadcast(gy * self.a, self.a.shape), unbroadcast(gy * self.b, self.b.shape)",
+    )
     assert "Your gradient for 'a' is the right gradient for 'b': the two are swapped." in out
 
 
@@ -184,8 +224,13 @@ def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
 
 
 def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)",
-                        "(gy * self.y).sum(axis=-1, keepdims=True)")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "softmax",
+        "(gy * self.y).sum(axis=self.axis, keepdims=True)",
+        "(gy * self.y).sum(axis=-1, keepdims=True)",
+    )
     assert "case 1/4  Softmax: x (3, 5), axis=-1: ok" in out
     assert "your backward passes with axis=-1, but not with axis=0, axis=1. Does it use self.axis" in out
 
@@ -199,8 +244,10 @@ def test_the_report_table_is_printed(capsys, tmp_path):
 # ----- one planted mistake per slip, written as a student would, and the words that name it -------------------
 SOFTMAX_RETURN = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
 RMS_GX = "gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))"
-RECOMPUTED_R = ("x = self.xhat / self.r\n        ms = (x * x).mean(axis=-1, keepdims=True)\n        r = {r}\n"
-                "        xhat = x * r\n        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))")
+RECOMPUTED_R = (
+    "x = self.xhat / self.r\n        ms = (x * x).mean(axis=-1, keepdims=True)\n        r = {r}\n"
+    "        xhat = x * r\n        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))"
+)
 ATTENTION_GS = "gs = p * (gp - (gp * p).sum(axis=-1, keepdims=True))"
 
 SLIPS = [
@@ -208,28 +255,46 @@ SLIPS = [
     ("softmax", [SOFTMAX_RETURN, "return gy * self.y * (1 - self.y)"], "You used y(1 - y)"),
     ("softmax", [SOFTMAX_RETURN, "return self.y * gy"], "The row-sum term is missing"),
     ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("(gy - ", "(gy + ")], "The row-sum term has the wrong sign"),
-    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", "")],
-     "Your row sum lost its axis (no keepdims=True)"),
-    ("softmax", [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("axis=self.axis", "axis=-1")],
-     "Your row sum runs along axis 1, but this softmax was taken along axis 0"),
-    ("softmax", [SOFTMAX_RETURN, "return self.y * (gy - gy.sum(axis=self.axis, keepdims=True))"],
-     "Your row-sum term sums gy alone"),
+    (
+        "softmax",
+        [SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", "")],
+        "Your row sum lost its axis (no keepdims=True)",
+    ),
+    (
+        "softmax",
+        [SOFTMAX_RETURN, SOFTMAX_RETURN.replace("axis=self.axis", "axis=-1")],
+        "Your row sum runs along axis 1, but this softmax was taken along axis 0",
+    ),
+    (
+        "softmax",
+        [SOFTMAX_RETURN, "return self.y * (gy - gy.sum(axis=self.axis, keepdims=True))"],
+        "Your row-sum term sums gy alone",
+    ),
     # cross-entropy
     ("log_softmax_nll", ["gx = self.p.copy()", "gx = np.log(self.p)"], "You used the log-probabilities"),
     ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "gx -= 1"], "You subtracted 1 from every element"),
     ("log_softmax_nll", ["gx[np.arange(n), self.targets] -= 1", "pass"], "The one-hot term is missing"),
     # RMSNorm
     ("rms_norm", [RMS_GX, "gx = self.r * g"], "You treated the normaliser r = 1/sqrt(mean(x^2) + eps) as a constant"),
-    ("rms_norm", [RMS_GX, RMS_GX.replace("(g - ", "(g + ")],
-     "The term that comes through the normaliser has the wrong sign"),
+    (
+        "rms_norm",
+        [RMS_GX, RMS_GX.replace("(g - ", "(g + ")],
+        "The term that comes through the normaliser has the wrong sign",
+    ),
     ("rms_norm", [RMS_GX, RMS_GX.replace(".mean(", ".sum(")], "is C times too large"),
     ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / np.sqrt(ms)")], "Your gradient is right for eps = 0"),
-    ("rms_norm", [RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)")],
-     "Your normaliser has eps outside the square root"),
+    (
+        "rms_norm",
+        [RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)")],
+        "Your normaliser has eps outside the square root",
+    ),
     ("rms_norm", ["g = gy * self.weight", "g = gy"], "The weight is missing from gx"),
     ("rms_norm", ["(gy * self.xhat).reshape", "gy.reshape"], "gweight is missing the factor xhat"),
-    ("rms_norm", ["(gy * self.xhat).reshape", "(gy * self.xhat / self.r).reshape"],
-     "gweight uses x where the normalised xhat = x * r belongs"),
+    (
+        "rms_norm",
+        ["(gy * self.xhat).reshape", "(gy * self.xhat / self.r).reshape"],
+        "gweight uses x where the normalised xhat = x * r belongs",
+    ),
     # matmul: operand order and transposes, hidden by the square case
     ("matmul", ["return gy @ self.b.T,", "return gy @ self.b,"], "In ga you multiply gy by b where its transpose"),
     ("matmul", ["return gy @ self.b.T,", "return self.b.T @ gy,"], "In ga the factors are in the wrong order"),
@@ -245,23 +310,37 @@ SLIPS = [
     # embedding
     ("embedding", ["np.add.at(gw, self.ids, gy)", "gw[self.ids] = gy"], "Repeated ids overwrite each other"),
     # attention: the scale, the transposes, the softmax step
-    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k / self.scale",
-                          "@ self.q * self.scale", "@ self.q / self.scale"],
-     "You multiplied by sqrt(D) where the forward divides by it"),
+    (
+        "causal_attention",
+        ["gs @ self.k * self.scale", "gs @ self.k / self.scale", "@ self.q * self.scale", "@ self.q / self.scale"],
+        "You multiplied by sqrt(D) where the forward divides by it",
+    ),
     ("causal_attention", ["gs.swapaxes(-1, -2) @ self.q", "gs @ self.q"], "In gk, gS is not transposed"),
     ("causal_attention", ["gv = p.swapaxes(-1, -2) @ gy", "gv = p @ gy"], "In gv, P is not transposed"),
-    ("causal_attention", ["gs @ self.k * self.scale", "gs @ self.k.swapaxes(-1, -2) * self.scale"],
-     "In gq, k is transposed"),
+    (
+        "causal_attention",
+        ["gs @ self.k * self.scale", "gs @ self.k.swapaxes(-1, -2) * self.scale"],
+        "In gq, k is transposed",
+    ),
     ("causal_attention", ["gp = gy @ self.v.swapaxes(-1, -2)", "gp = gy @ self.v"], "In gP, v is not transposed"),
     ("causal_attention", [ATTENTION_GS, "gs = p * (1 - p) * gp"], "In the softmax step you used P(1 - P)"),
     ("causal_attention", [ATTENTION_GS, "gs = p * gp"], "In the softmax step the row-sum term is missing"),
-    ("causal_attention", [ATTENTION_GS, ATTENTION_GS.replace("(gp - ", "(gp + ")],
-     "In the softmax step the row-sum term has the wrong sign"),
-    ("causal_attention", ["p = self.p\n", "s = self.q @ self.k.swapaxes(-1, -2) * self.scale\n"
-                          "        e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
-                          "        p = e / e.sum(axis=-1, keepdims=True)\n"],
-     "Gradient leaks to future positions: changing gy at position 0 (the first query) changes your gk at "
-     "positions [1, 2] and your gv at positions [1, 2]"),
+    (
+        "causal_attention",
+        [ATTENTION_GS, ATTENTION_GS.replace("(gp - ", "(gp + ")],
+        "In the softmax step the row-sum term has the wrong sign",
+    ),
+    (
+        "causal_attention",
+        [
+            "p = self.p\n",
+            "s = self.q @ self.k.swapaxes(-1, -2) * self.scale\n"
+            "        e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+            "        p = e / e.sum(axis=-1, keepdims=True)\n",
+        ],
+        "Gradient leaks to future positions: changing gy at position 0 (the first query) changes your gk at "
+        "positions [1, 2] and your gv at positions [1, 2]",
+    ),
 ]
 
 
@@ -274,6 +353,7 @@ def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits,
 
 def test_every_slip_message_reads_with_the_settings_of_its_cases():
     from tensorlab.exercises.slips import SLIPS
+
     cases = [case for exercise in EXERCISES for case in exercise.cases]
     assert set(SLIPS) <= {case.cls for case in cases}
     for case in cases:
@@ -291,21 +371,32 @@ def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
 
 def test_a_row_sum_without_keepdims_that_cannot_broadcast_is_explained(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", ""))
-    assert "case 1/4  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could " \
-           "not be broadcast together" in out
-    assert "Shapes here: gy (3, 5); x (3, 5).\n    Two arrays whose shapes do not line up: often a sum or mean " \
-           "without keepdims=True" in out
+    assert (
+        "case 1/4  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could "
+        "not be broadcast together" in out
+    )
+    assert (
+        "Shapes here: gy (3, 5); x (3, 5).\n    Two arrays whose shapes do not line up: often a sum or mean "
+        "without keepdims=True" in out
+    )
 
 
 def test_a_forgotten_keepdims_is_named_as_keepdims_not_as_the_axis(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "sum", "if not self.keepdims:\n            gy = np.expand_dims",
-                        "if True:\n            gy = np.expand_dims")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "sum",
+        "if not self.keepdims:\n            gy = np.expand_dims",
+        "if True:\n            gy = np.expand_dims",
+    )
     assert "your backward fails only with keepdims=True" in out
     assert "Does it use self.axis" not in out
 
 
 def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale")
+    out = check_planted(
+        capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale"
+    )
     assert "You multiplied by sqrt(D) where the forward divides by it" in out
     assert "like the 1/n of a mean" not in out
 
@@ -313,24 +404,34 @@ def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
 def test_when_no_slip_fits_the_first_wrong_stage_and_its_elements_are_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "causal_attention", ATTENTION_GS, ATTENTION_GS + " + 0.1 * p * p")
     assert diagnose.FALLBACK in out
-    assert ("Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
-            "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)"
-            ) in out
+    assert (
+        "Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
+        "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 1, 1)"
+    ) in out
     assert out.count("the first step that goes wrong is gS, the gradient of S (shape (1, 2, 3, 3))") == 1
     assert "Gradient leaks" not in out  # the extra term is causal: it only looks like a leak to a naive probe
 
 
 def test_a_slip_in_the_last_step_is_localised_there(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale",
-                        "gq = gs @ self.k * self.scale + 0.01 * self.q")
-    assert ("Step by step against the reference: gP (your `gp`), gS (your `gs`) right; the slip is in the last step, "
-            "from `gs` to your gradient for 'q'.") in out
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "causal_attention",
+        "gq = gs @ self.k * self.scale",
+        "gq = gs @ self.k * self.scale + 0.01 * self.q",
+    )
+    assert (
+        "Step by step against the reference: gP (your `gp`), gS (your `gs`) right; the slip is in the last step, "
+        "from `gs` to your gradient for 'q'."
+    ) in out
 
 
 def test_a_slip_after_a_right_step_without_a_variable_for_the_next_says_after_which(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RMS_GX.replace("(g - ", "(g - 0.5 * "))
-    assert ("Step by step against the reference: gxhat (your `g`) right; none of your variables matches the next "
-            "step, gr (the gradient of r, shape (3, 1)): the slip comes after `g`.") in out
+    assert (
+        "Step by step against the reference: gxhat (your `g`) right; none of your variables matches the next "
+        "step, gr (the gradient of r, shape (3, 1)): the slip comes after `g`."
+    ) in out
 
 
 def test_a_nan_gradient_never_passes_and_is_named(capsys, tmp_path):
@@ -340,13 +441,21 @@ def test_a_nan_gradient_never_passes_and_is_named(capsys, tmp_path):
 
 
 # ----- answers out of reach ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("new, called", [
-    ("return (__import__('tensorlab').tensor(gy) / self.x).data", "tensorlab/functional.py: div"),
-    ("t = __import__('tensorlab').tensor(self.x, requires_grad=True)\n        t.log().backward(gy)\n"
-     "        return t.grad", "tensorlab/functional.py: log"),
-    ("from tensorlab.ops.elementwise import Log\n        return Log.backward(self, gy)",
-     "tensorlab/ops/elementwise.py: Log.backward"),
-])
+@pytest.mark.parametrize(
+    "new, called",
+    [
+        ("return (__import__('tensorlab').tensor(gy) / self.x).data", "tensorlab/functional.py: div"),
+        (
+            "t = __import__('tensorlab').tensor(self.x, requires_grad=True)\n        t.log().backward(gy)\n"
+            "        return t.grad",
+            "tensorlab/functional.py: log",
+        ),
+        (
+            "from tensorlab.ops.elementwise import Log\n        return Log.backward(self, gy)",
+            "tensorlab/ops/elementwise.py: Log.backward",
+        ),
+    ],
+)
 def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, called):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", new)
     assert f"Log.backward calls tensorlab itself ({called}): that is the engine's answer, not yours." in out
@@ -354,16 +463,26 @@ def test_a_backward_that_calls_the_engine_is_refused(capsys, tmp_path, new, call
 
 
 def test_a_backward_that_switches_the_watch_off_is_refused(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
-                        "__import__('sys').setprofile(None)\n        return gy / self.x")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "exp_log",
+        "return gy / self.x",
+        "__import__('sys').setprofile(None)\n        return gy / self.x",
+    )
     assert ("Log.backward calls tensorlab itself (sys.setprofile: the checker's watch switched off)") in out
 
 
 def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
     import torch  # noqa: F401 (imported here first, so the student's import inside the time limit is instant)
-    path = plant(tmp_path, "exp_log", "return gy / self.x",
-                 "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
-                 "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()")
+
+    path = plant(
+        tmp_path,
+        "exp_log",
+        "return gy / self.x",
+        "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
+        "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()",
+    )
     code, out = run(capsys, "check", "exp_log", path, "--time-limit", "60")  # torch's first backward can be slow
     assert code == 1
     assert "Log.backward calls another library's autograd (torch: " in out
@@ -377,8 +496,12 @@ def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
         shutil.copy(ROOT / name, source / name)
     for folder in ("tensorlab", "teachers"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(source),
-                            "-w", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", str(source), "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     [wheel] = tmp_path.glob("tensorlab-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -401,8 +524,9 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
     assert code == 2 and "not empty" in out
     # the README's command, run in the students' folder, checks the stub there
     command = next(line for line in readme.splitlines() if "| `value.py` |" in line).split("`")[-2]
-    done = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=folder, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        command.replace("python", sys.executable, 1).split(), cwd=folder, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1 and "Value.__add__ is not written yet" in done.stdout, done.stdout + done.stderr
 
 
@@ -410,29 +534,45 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
 def test_a_backward_that_never_returns_is_stopped_with_one_line(tmp_path):
     """In a subprocess, so that a broken time limit fails this test instead of hanging the suite."""
     path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
-    done = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path),
-                           "--time-limit", "0.5"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path), "--time-limit", "0.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 1 and done.stderr == "", done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1] == ("case 1/2  Exp: x (3, 4): STOPPED: it did not finish within 0.5 s (a loop that never "
-                         "ends?). Fix it, or give it longer with --time-limit SECONDS.")
+    assert lines[-1] == (
+        "case 1/2  Exp: x (3, 4): STOPPED: it did not finish within 0.5 s (a loop that never "
+        "ends?). Fix it, or give it longer with --time-limit SECONDS."
+    )
     assert not any(line.startswith("case 2/2") for line in lines)
 
 
 def test_a_top_level_that_never_ends_is_stopped_too(tmp_path):
     path = tmp_path / "my_topo.py"
     path.write_text("while True:\n    pass\n")
-    done = subprocess.run([sys.executable, "-m", "tensorlab.exercises", "check", "topo", str(path), "--time-limit",
-                           "0.3"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "check", "topo", str(path), "--time-limit", "0.3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 1
     assert "my_topo.py (before any check) did not finish within 0.3 s: code at its top level never ends." in done.stdout
 
 
 def test_ctrl_c_prints_one_line(tmp_path):
     path = plant(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
-    process = subprocess.Popen([sys.executable, "-u", "-m", "tensorlab.exercises", "check", "exp_log", str(path),
-                                "--time-limit", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "tensorlab.exercises", "check", "exp_log", str(path), "--time-limit", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     first = process.stdout.readline()  # the checker is running once it has said what it checks
     assert first.startswith("Exercise 'exp_log'"), first
     assert process.stdout.readline().startswith("Checking ")
@@ -442,7 +582,8 @@ def test_ctrl_c_prints_one_line(tmp_path):
     assert process.returncode == 130, (out, err)
     assert err == ""
     assert out.strip().splitlines() == [
-        "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."]
+        "case 1/2  Exp: x (3, 4): interrupted (Ctrl-C); the cases after it were not checked."
+    ]
 
 
 # ----- the engine track: each typical mistake planted and named ----------------------------------------------------
@@ -500,42 +641,97 @@ RECURSIVE = """    order, seen = [], set()
 UNBROADCAST_RETURN = "return grad.sum(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)"
 
 ENGINE_SLIPS = [
-    ("value", ["self.grad += ", "self.grad = ", "other.grad += ", "other.grad = "],
-     "probe 6/9  a * a + a (a used three times): FAILED", "Forgetting to accumulate: a Value used more than once"),
-    ("value", [VALUE_BACKWARD, NAIVE_WALK], "probe 7/9  x = a * b; (x + x.tanh()) * c (x reached along two paths): "
-     "FAILED", "Visiting a node before its consumers"),
-    ("value", ["(1 - t * t) * out.grad", "(1 - t) * out.grad"], "probe 3/9  a.tanh(): FAILED",
-     "The local derivative in the _backward of tanh is wrong"),
+    (
+        "value",
+        ["self.grad += ", "self.grad = ", "other.grad += ", "other.grad = "],
+        "probe 6/9  a * a + a (a used three times): FAILED",
+        "Forgetting to accumulate: a Value used more than once",
+    ),
+    (
+        "value",
+        [VALUE_BACKWARD, NAIVE_WALK],
+        "probe 7/9  x = a * b; (x + x.tanh()) * c (x reached along two paths): FAILED",
+        "Visiting a node before its consumers",
+    ),
+    (
+        "value",
+        ["(1 - t * t) * out.grad", "(1 - t) * out.grad"],
+        "probe 3/9  a.tanh(): FAILED",
+        "The local derivative in the _backward of tanh is wrong",
+    ),
     ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/5  a diamond", "['a'] appear more than once"),
-    ("topo", [TOPO_BODY, REVERSED_PREORDER], "probe 2/5  a diamond",
-     "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
-     "would visit 'a' before its consumer 'b'"),
-    ("topo", [TOPO_BODY, RECURSIVE], "probe 5/5  a chain of 5000 nodes: FAILED",
-     "topological_order raised RecursionError"),
-    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)))"],
-     "probe 3/8  grad (2, 3) -> shape (2, 1): FAILED", "you summed only the axes added in front ()"),
-    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(len(shape), grad.ndim)))"],
-     "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
-     "Summing over the wrong axes: you summed over axes (1,), but broadcasting added or stretched axes (0,)"),
-    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)) + stretched)"],
-     "probe 2/8  grad (2, 3) -> shape (1, 3): FAILED", "You summed over the right axes (0,), but the result must "
-     "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)"),
-    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.sum()"], "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
-     "You summed over every axis"),
-    ("unbroadcast", [UNBROADCAST_RETURN, "return grad.mean(axis=tuple(range(leading)) + stretched, "
-                     "keepdims=True).reshape(shape)"], "probe 1/8", "You took a mean where a sum belongs"),
-    ("function", ["return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, "
-                  "self.b.shape)", "return gy * self.a / self.y, gy * self.b / self.y"], "case 1/3  Hypot: a (3, 4), b (3, 4): ok",
-     "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)"),
-    ("function", ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"], "case 1/3",
-     "'a': You left out the division by y"),
-    ("function", ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"], "case 1/3",
-     "Hypot.forward does not compute what the exercise asks: its output differs from the reference forward (at"),
+    (
+        "topo",
+        [TOPO_BODY, REVERSED_PREORDER],
+        "probe 2/5  a diamond",
+        "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
+        "would visit 'a' before its consumer 'b'",
+    ),
+    (
+        "topo",
+        [TOPO_BODY, RECURSIVE],
+        "probe 5/5  a chain of 5000 nodes: FAILED",
+        "topological_order raised RecursionError",
+    ),
+    (
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)))"],
+        "probe 3/8  grad (2, 3) -> shape (2, 1): FAILED",
+        "you summed only the axes added in front ()",
+    ),
+    (
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(len(shape), grad.ndim)))"],
+        "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+        "Summing over the wrong axes: you summed over axes (1,), but broadcasting added or stretched axes (0,)",
+    ),
+    (
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(leading)) + stretched)"],
+        "probe 2/8  grad (2, 3) -> shape (1, 3): FAILED",
+        "You summed over the right axes (0,), but the result must "
+        "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)",
+    ),
+    (
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.sum()"],
+        "probe 1/8  grad (2, 3) -> shape (3,): FAILED",
+        "You summed over every axis",
+    ),
+    (
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.mean(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)"],
+        "probe 1/8",
+        "You took a mean where a sum belongs",
+    ),
+    (
+        "function",
+        [
+            "return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, self.b.shape)",
+            "return gy * self.a / self.y, gy * self.b / self.y",
+        ],
+        "case 1/3  Hypot: a (3, 4), b (3, 4): ok",
+        "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,)",
+    ),
+    (
+        "function",
+        ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"],
+        "case 1/3",
+        "'a': You left out the division by y",
+    ),
+    (
+        "function",
+        ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"],
+        "case 1/3",
+        "Hypot.forward does not compute what the exercise asks: its output differs from the reference forward (at",
+    ),
 ]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt(a * a + b) of a negative b
-@pytest.mark.parametrize("name, edits, where, expected", ENGINE_SLIPS, ids=[f"{n}-{e[:30]}" for n, _, _, e in ENGINE_SLIPS])
+@pytest.mark.parametrize(
+    "name, edits, where, expected", ENGINE_SLIPS, ids=[f"{n}-{e[:30]}" for n, _, _, e in ENGINE_SLIPS]
+)
 def test_each_engine_track_mistake_is_named(capsys, tmp_path, name, edits, where, expected):
     out = check_planted(capsys, tmp_path, name, *edits)
     assert where in out, out
@@ -547,8 +743,13 @@ def test_the_engine_track_comes_first():
 
 
 def test_an_unbroadcast_that_calls_the_engines_is_refused(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "unbroadcast", UNBROADCAST_RETURN,
-                        "from tensorlab.ops.broadcast import unbroadcast as u\n    return u(grad, shape)")
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "unbroadcast",
+        UNBROADCAST_RETURN,
+        "from tensorlab.ops.broadcast import unbroadcast as u\n    return u(grad, shape)",
+    )
     assert "unbroadcast calls tensorlab itself (tensorlab/ops/broadcast.py: unbroadcast)" in out
 
 
@@ -559,8 +760,9 @@ def test_a_wrong_dtype_is_explained(capsys, tmp_path):
 
 
 def test_a_returned_tensor_is_explained(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x",
-                        "return __import__('tensorlab').tensor(gy / self.x)")
+    out = check_planted(
+        capsys, tmp_path, "exp_log", "return gy / self.x", "return __import__('tensorlab').tensor(gy / self.x)"
+    )
     assert "is a tensorlab Tensor. backward works on plain NumPy arrays" in out
 
 
@@ -570,8 +772,9 @@ def test_a_missing_gradient_is_explained(capsys, tmp_path):
 
 
 def test_an_exception_points_at_the_students_line_with_the_shapes(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "matmul", "return gy @ self.b.T, self.a.T @ gy",
-                        "return gy @ self.b, self.a.T @ gy")
+    out = check_planted(
+        capsys, tmp_path, "matmul", "return gy @ self.b.T, self.a.T @ gy", "return gy @ self.b, self.a.T @ gy"
+    )
     assert "MatMul.backward raised ValueError" in out
     assert "at line 12 of my_matmul.py, in backward:" in out
     assert "Shapes here: gy (3, 2); a (3, 4); b (4, 2)." in out
@@ -599,18 +802,27 @@ def test_a_renamed_class_is_explained(capsys, tmp_path):
 
 
 # ----- the AdamW exercise -------------------------------------------------------------------------------
-@pytest.mark.parametrize("old, new, expected", [
-    ("m_hat = m / (1 - b1 ** step)", "m_hat = m", "The bias correction of m is missing"),
-    ("param = param - lr * weight_decay * param", "grad = grad + weight_decay * param",
-     "You added weight_decay * param to the gradient (Adam with L2 regularisation)"),
-    ("param = param - lr * weight_decay * param", "param = param - weight_decay * param",
-     "scale it by the learning rate"),
-    ("np.sqrt(v_hat) + eps", "np.sqrt(v_hat + eps)", "eps belongs outside the square root"),
-    ("m = b1 * m + (1 - b1) * grad", "m = (1 - b1) * m + b1 * grad", "m is off: beta1 and 1 - beta1 are swapped"),
-    ("return param, m, v", "return param, v, m", "return them in the order (param, m, v)"),
-    ("** step)", "** (step + 1))", "Your bias correction uses step + 1"),    # both corrections
-    ("** step)", "** (step - 1))", "which divides by 1 - beta**0 = 0 at the first step"),
-])
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("m_hat = m / (1 - b1 ** step)", "m_hat = m", "The bias correction of m is missing"),
+        (
+            "param = param - lr * weight_decay * param",
+            "grad = grad + weight_decay * param",
+            "You added weight_decay * param to the gradient (Adam with L2 regularisation)",
+        ),
+        (
+            "param = param - lr * weight_decay * param",
+            "param = param - weight_decay * param",
+            "scale it by the learning rate",
+        ),
+        ("np.sqrt(v_hat) + eps", "np.sqrt(v_hat + eps)", "eps belongs outside the square root"),
+        ("m = b1 * m + (1 - b1) * grad", "m = (1 - b1) * m + b1 * grad", "m is off: beta1 and 1 - beta1 are swapped"),
+        ("return param, m, v", "return param, v, m", "return them in the order (param, m, v)"),
+        ("** step)", "** (step + 1))", "Your bias correction uses step + 1"),  # both corrections
+        ("** step)", "** (step - 1))", "which divides by 1 - beta**0 = 0 at the first step"),
+    ],
+)
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
     out = check_planted(capsys, tmp_path, "adamw", old, new)
@@ -618,16 +830,37 @@ def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
     assert "step 1 of 3:" in out
 
 
-@pytest.mark.parametrize("edits, expected, step", [
-    (["param = param - lr * weight_decay * param                # decay the weight, not through the gradient",
-      "", "return param, m, v", "param = param - lr * weight_decay * param\n    return param, m, v"],
-     "You apply the weight decay after the Adam update", 1),
-    (["m = b1 * m + (1 - b1) * grad", "m = (1 - b1) * grad", "v = b2 * v + (1 - b2) * grad * grad",
-      "v = (1 - b2) * grad * grad"], "You ignore the m and v passed in", 2),
-    (["m_hat = m / (1 - b1 ** step)", "m_hat = m", "v_hat = v / (1 - b2 ** step)", "v_hat = v"],
-     "You skipped the bias correction", 1),
-    (["v_hat = v / (1 - b2 ** step)", "v_hat = v"], "The bias correction of v is missing", 1),
-])
+@pytest.mark.parametrize(
+    "edits, expected, step",
+    [
+        (
+            [
+                "param = param - lr * weight_decay * param                # decay the weight, not through the gradient",
+                "",
+                "return param, m, v",
+                "param = param - lr * weight_decay * param\n    return param, m, v",
+            ],
+            "You apply the weight decay after the Adam update",
+            1,
+        ),
+        (
+            [
+                "m = b1 * m + (1 - b1) * grad",
+                "m = (1 - b1) * grad",
+                "v = b2 * v + (1 - b2) * grad * grad",
+                "v = (1 - b2) * grad * grad",
+            ],
+            "You ignore the m and v passed in",
+            2,
+        ),
+        (
+            ["m_hat = m / (1 - b1 ** step)", "m_hat = m", "v_hat = v / (1 - b2 ** step)", "v_hat = v"],
+            "You skipped the bias correction",
+            1,
+        ),
+        (["v_hat = v / (1 - b2 ** step)", "v_hat = v"], "The bias correction of v is missing", 1),
+    ],
+)
 def test_adamw_state_decay_order_and_bias_corrections_are_named(capsys, tmp_path, edits, expected, step):
     out = check_planted(capsys, tmp_path, "adamw", *edits)
     assert expected in out
@@ -636,8 +869,9 @@ def test_adamw_state_decay_order_and_bias_corrections_are_named(capsys, tmp_path
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # sqrt of the negative v
 def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "adamw", "v = b2 * v + (1 - b2) * grad * grad",
-                        "v = b2 * v + (1 - b2) * grad")
+    out = check_planted(
+        capsys, tmp_path, "adamw", "v = b2 * v + (1 - b2) * grad * grad", "v = b2 * v + (1 - b2) * grad"
+    )
     assert "param is wrong" in out and "m is right" in out and "v is wrong" in out
     assert "the running mean of the squared gradient" in out
 
@@ -668,6 +902,7 @@ def test_usage_errors_exit_2(capsys, tmp_path):
 def test_the_time_limit_gives_back_an_alarm_set_before_it():
     """A test runner's own alarm (pytest-timeout's signal method) survives a check."""
     from tensorlab.exercises.watch import time_limit
+
     fired = []
     previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
     try:

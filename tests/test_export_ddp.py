@@ -1,4 +1,5 @@
 """Into PyTorch: `train.py export`, loading a run into models/torch_model.py, and continuing it with DDP on 2 ranks."""
+
 import json
 import os
 import subprocess
@@ -26,8 +27,20 @@ def run_dir(tmp_path_factory):
     """A finished tiny run on a generated corpus (48 steps of configs/tiny.json)."""
     base = tmp_path_factory.mktemp("export")
     (base / "corpus.txt").write_text(TEXT)
-    status = train.main(["--config", str(ROOT / "configs" / "tiny.json"), "--data", str(base / "corpus.txt"),
-                         "--out", str(base / "run"), "--max-steps", "48", "--dropout", "0"])
+    status = train.main(
+        [
+            "--config",
+            str(ROOT / "configs" / "tiny.json"),
+            "--data",
+            str(base / "corpus.txt"),
+            "--out",
+            str(base / "run"),
+            "--max-steps",
+            "48",
+            "--dropout",
+            "0",
+        ]
+    )
     assert status == 0
     return base / "run"
 
@@ -66,9 +79,23 @@ def test_export_of_a_directory_that_is_no_run_is_one_line(tmp_path, capsys):
 def test_ddp_on_two_cpu_ranks_continues_from_the_checkpoint_with_identical_weights(run_dir, tmp_path):
     out = tmp_path / "ddp"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29517",
-           str(ROOT / "models" / "continue_ddp.py"), str(run_dir), "--steps", "5", "--batch-size", "4",
-           "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        "29517",
+        str(ROOT / "models" / "continue_ddp.py"),
+        str(run_dir),
+        "--steps",
+        "5",
+        "--batch-size",
+        "4",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
@@ -93,11 +120,17 @@ def test_ddp_on_two_cpu_ranks_continues_from_the_checkpoint_with_identical_weigh
 def test_torch_is_imported_only_by_the_torch_modules():
     """train.py, export included, and every other models/ module run without torch: only torch_model.py and
     continue_ddp.py import it."""
-    modules = [p.stem for p in (ROOT / "models").glob("*.py")
-               if p.stem not in ("__init__", "torch_model", "continue_ddp")]
-    code = ("import sys, train, " + ", ".join(f"models.{m}" for m in modules) +
-            "; print('torch' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
+    modules = [
+        p.stem for p in (ROOT / "models").glob("*.py") if p.stem not in ("__init__", "torch_model", "continue_ddp")
+    ]
+    code = "import sys, train, " + ", ".join(f"models.{m}" for m in modules) + "; print('torch' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-1000:]
     assert done.stdout.strip() == "False"

@@ -5,15 +5,16 @@ until the GPU has finished all queued work. The stand-in counts them: one traini
 (forward, backward, clip_grad_norm_, AdamW) makes exactly one, the clipping's returned norm;
 the logged loss (.item()) is a second. Issue 12 allows at most 3.
 """
+
 import numpy as np
 import pytest
+from strict_cupy import cupy_standin
 
 import tensorlab
-from strict_cupy import cupy_standin
-from tensorlab import functional as F
-from tensorlab.optim import AdamW, clip_grad_norm_
 from models.config import ModelConfig
 from models.transformer import TinyTransformerLM
+from tensorlab import functional as F
+from tensorlab.optim import AdamW, clip_grad_norm_
 
 pytestmark = pytest.mark.gpu
 V, T, B = 50, 16, 4
@@ -29,7 +30,7 @@ def counted(cuda):
 
 
 def one_step(model, optimizer, rng):
-    ids = rng.integers(0, V, size=(B, T + 1))          # token ids on the host, as the batch sampler makes them
+    ids = rng.integers(0, V, size=(B, T + 1))  # token ids on the host, as the batch sampler makes them
     _, loss = model(ids[:, :-1], ids[:, 1:])
     optimizer.zero_grad()
     loss.backward()
@@ -41,18 +42,19 @@ def one_step(model, optimizer, rng):
 @pytest.mark.parametrize("pos_encoding", ["rope", "learned", "sinusoidal"])
 def test_a_training_step_makes_one_transfer_and_two_uploads(counted, pos_encoding):
     tensorlab.manual_seed(0)
-    config = ModelConfig(vocab_size=V, context_len=T, d_model=16, n_layers=2, n_heads=2, d_ff=32, dropout=0.1,
-                         pos_encoding=pos_encoding)
+    config = ModelConfig(
+        vocab_size=V, context_len=T, d_model=16, n_layers=2, n_heads=2, d_ff=32, dropout=0.1, pos_encoding=pos_encoding
+    )
     model = TinyTransformerLM(config).to("cuda")
     optimizer = AdamW(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
-    one_step(model, optimizer, rng)          # the first step fills the per-device constant tables
+    one_step(model, optimizer, rng)  # the first step fills the per-device constant tables
     counted.reset_counts()
 
     loss = one_step(model, optimizer, rng)
-    assert dict(counted.transfers) == {"float": 1}          # clip_grad_norm_'s total (was 22 + 4 before)
-    assert dict(counted.uploads) == {"asarray": 2}          # the batch's inputs and targets; tables are cached
-    loss.item()                                              # the logged loss
+    assert dict(counted.transfers) == {"float": 1}  # clip_grad_norm_'s total (was 22 + 4 before)
+    assert dict(counted.uploads) == {"asarray": 2}  # the batch's inputs and targets; tables are cached
+    loss.item()  # the logged loss
     assert sum(counted.transfers.values()) == 2 <= 3
 
 
@@ -63,14 +65,14 @@ def test_host_ids_are_checked_before_they_move(counted):
     logits = tensorlab.tensor(np.zeros((2, 5)), device="cuda")
     with pytest.raises(ValueError, match=r"cross_entropy: target 5 at position \(1,\) is out of range"):
         F.cross_entropy(logits, np.array([0, 5]))
-    assert sum(counted.transfers.values()) == 0              # refused without asking the GPU
+    assert sum(counted.transfers.values()) == 0  # refused without asking the GPU
 
 
 def test_ids_already_on_the_device_are_checked_there(counted):
     weight = tensorlab.tensor(np.ones((5, 2)), device="cuda")
     ids = tensorlab.tensor(np.array([[0, 1], [9, 2]]), device="cuda")
     with pytest.raises(ValueError, match=r"embedding: id 9 is out of range for a table of 5 rows"):
-        F.embedding(ids, weight)          # CuPy would wrap 9 to row 4 without the check
+        F.embedding(ids, weight)  # CuPy would wrap 9 to row 4 without the check
     logits = tensorlab.tensor(np.zeros((2, 5)), device="cuda")
     with pytest.raises(ValueError, match=r"cross_entropy: target -3 at position \(0,\) is out of range"):
         F.cross_entropy(logits, tensorlab.tensor(np.array([-3, 1]), device="cuda"))
@@ -79,7 +81,7 @@ def test_ids_already_on_the_device_are_checked_there(counted):
 def test_host_and_device_ids_give_the_same_loss_and_gradients(counted):
     rng = np.random.default_rng(1)
     ids, targets = rng.integers(0, 6, size=(3, 4)), rng.integers(0, 6, size=(3, 4))
-    targets[0, 0] = -100                                       # one ignored target
+    targets[0, 0] = -100  # one ignored target
     table, results = rng.standard_normal((6, 6)), []
     for move in (np.asarray, lambda a: tensorlab.tensor(a, device="cuda")):
         weight = tensorlab.tensor(table, device="cuda", requires_grad=True)

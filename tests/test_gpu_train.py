@@ -4,6 +4,7 @@ Each command runs in a subprocess through tests/strict_cupy/run.py, which instal
 strict CuPy stand-in as `cupy` unless a real GPU is there (then the real one is used).
 Only the CLI is used, so these tests hold whatever train.py looks like inside.
 """
+
 import json
 import os
 import subprocess
@@ -22,9 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "tests" / "strict_cupy" / "run.py"
 TINY = ROOT / "configs" / "tiny.json"
 STEPS = 12  # tiny.json evaluates every 10 steps: rows at 0, 10 and 12
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(os.environ.get(strict_cupy.ENV) == "0" and not strict_cupy.real_gpu_present(),
-                                 reason=f"no CUDA GPU with CuPy available, and {strict_cupy.ENV}=0")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        os.environ.get(strict_cupy.ENV) == "0" and not strict_cupy.real_gpu_present(),
+        reason=f"no CUDA GPU with CuPy available, and {strict_cupy.ENV}=0",
+    ),
+]
 
 
 def train_py(*args, device="cuda"):
@@ -99,10 +104,10 @@ def test_resume_on_cuda_with_dropout_is_exact(tmp_path, corpus_file):
     assert [r["step"] for r in metrics(resumed)] == [0, 8, 10, STEPS]
     got, want = untimed_metrics(resumed), untimed_metrics(whole)
     del got[2]["train_loss"], want[1]["train_loss"]  # step 10's: the mean since step 8's evaluation in the resumed run
-    assert [r for r in got if r["step"] != 8] == want    # every other number, bitwise
+    assert [r for r in got if r["step"] != 8] == want  # every other number, bitwise
     a = read_checkpoint(whole / "checkpoints" / "latest")
     b = read_checkpoint(resumed / "checkpoints" / "latest")
-    assert a["tensorlab_rng"]["device_draws"]["cuda"] > 0          # the run really drew masks on the device
+    assert a["tensorlab_rng"]["device_draws"]["cuda"] > 0  # the run really drew masks on the device
     assert a["tensorlab_rng"] == b["tensorlab_rng"]
     assert_bitwise_equal(a["model"], b["model"])
     assert_bitwise_equal(a["optimizer"], b["optimizer"])
@@ -132,9 +137,8 @@ def test_the_random_state_covers_the_cuda_generator(cuda):
     state = tensorlab.random.get_state()
     second = tensorlab.random.generator("cuda").random(1000).get()
     assert state["device_draws"] == {"cuda": 1} and json.loads(json.dumps(state)) == state
-    assert not np.array_equal(first, second)                     # each draw continues the stream
+    assert not np.array_equal(first, second)  # each draw continues the stream
     tensorlab.random.set_state(state)
     assert np.array_equal(tensorlab.random.generator("cuda").random(1000).get(), second)
     tensorlab.manual_seed(0)
     assert np.array_equal(tensorlab.random.generator("cuda").random(1000).get(), first)
-

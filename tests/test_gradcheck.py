@@ -1,4 +1,5 @@
 """gradcheck itself: it passes correct ops, and its report on a wrong backward says exactly what is wrong."""
+
 import re
 
 import numpy as np
@@ -66,8 +67,9 @@ def test_report_on_a_flipped_sign_names_the_input_the_index_and_both_values(back
     for index, analytic, numeric in wrong.worst:
         assert analytic == pytest.approx(-numeric, rel=1e-6)
         line = next(l for l in text.splitlines() if l.strip().startswith(str(index)))
-        assert re.search(rf"{re.escape(str(index))}\s+{re.escape(f'{analytic:.8g}')}\s+{re.escape(f'{numeric:.8g}')}",
-                         line), line
+        assert re.search(
+            rf"{re.escape(str(index))}\s+{re.escape(f'{analytic:.8g}')}\s+{re.escape(f'{numeric:.8g}')}", line
+        ), line
     assert "analytic (yours)" in text and "numeric (expected)" in text
 
 
@@ -145,6 +147,7 @@ class OneInfMatMulGrad:
                 gb = gb.copy()
                 gb[1, 0] = np.inf
                 return ga * np.nan, gb
+
         return Broken()
 
 

@@ -8,6 +8,7 @@ whatever checkpoints exist, and the next start (`--resume`, or `--out` again whe
 died before writing its config) must go on. The run finally ends bitwise like one that was
 never killed.
 """
+
 import json
 import os
 import random
@@ -26,8 +27,21 @@ from models.checkpoint import read_checkpoint
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 21
 STEPS = 60
-FLAGS = ["--config", ROOT / "configs" / "tiny.json", "--max-steps", STEPS, "--eval-interval", 5,
-         "--eval-batches", 1, "--checkpoint-interval", 1, "--vocab-size", 260, "--no-report"]
+FLAGS = [
+    "--config",
+    ROOT / "configs" / "tiny.json",
+    "--max-steps",
+    STEPS,
+    "--eval-interval",
+    5,
+    "--eval-batches",
+    1,
+    "--checkpoint-interval",
+    1,
+    "--vocab-size",
+    260,
+    "--no-report",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +56,14 @@ def start(out, corpus, aim_at_write):
     argv = ["--out", out] if first else ["--resume", out, "--no-report"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["TENSORLAB_TEST_WRITE_DELAY"] = "0.5" if aim_at_write else "0"  # every write is announced on stderr
-    command = [sys.executable, str(ROOT / "train.py"), *map(str, argv), *(map(str, FLAGS) if first else []),
-               "--data", str(corpus)]
+    command = [
+        sys.executable,
+        str(ROOT / "train.py"),
+        *map(str, argv),
+        *(map(str, FLAGS) if first else []),
+        "--data",
+        str(corpus),
+    ]
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -77,8 +97,13 @@ def test_sigkill_at_any_moment_never_breaks_the_run(corpus, tmp_path, capsys):
     runs, kills, broken = [tmp_path / "run0"], 0, []
     started = time.monotonic()
     while kills < KILLS and not broken:
-        aim = None if kills % 3 != 2 else "best.safetensors" if kills == 2 else ("latest.safetensors",
-                                                                                "metrics.jsonl")[kills // 3 % 2]
+        aim = (
+            None
+            if kills % 3 != 2
+            else "best.safetensors"
+            if kills == 2
+            else ("latest.safetensors", "metrics.jsonl")[kills // 3 % 2]
+        )
         proc = start(runs[-1], corpus, aim)
         try:
             status = kill(proc, aim, rng)
@@ -106,24 +131,36 @@ def test_sigkill_at_any_moment_never_breaks_the_run(corpus, tmp_path, capsys):
         a = read_checkpoint(out / "checkpoints" / "latest")
         assert a["progress"]["step"] == STEPS
         assert all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
-        rows = [[{k: v for k, v in json.loads(line).items() if k not in ("tokens_per_s", "elapsed_s")}
-                 for line in (run / "metrics.jsonl").read_text().splitlines()] for run in (out, ref)]
+        rows = [
+            [
+                {k: v for k, v in json.loads(line).items() if k not in ("tokens_per_s", "elapsed_s")}
+                for line in (run / "metrics.jsonl").read_text().splitlines()
+            ]
+            for run in (out, ref)
+        ]
         assert rows[0] == rows[1]
-    print(f"{kills} kills ({kills // 3} inside a write) over {len(runs)} run(s), 0 broken runs, the last one at "
-          f"step {reached} of {STEPS} before its final start, {time.monotonic() - started:.1f} s")
+    print(
+        f"{kills} kills ({kills // 3} inside a write) over {len(runs)} run(s), 0 broken runs, the last one at "
+        f"step {reached} of {STEPS} before its final start, {time.monotonic() - started:.1f} s"
+    )
 
 
 def usable_or_why(out, capsys):
     """[] when eval and generate work on every checkpoint there is (or say clearly that none exists yet)."""
     problems = []
-    for name, argv in (("best", ["eval", out]), ("latest", ["generate", out, "--checkpoint", "latest",
-                                                             "--max-new-tokens", 5])):
+    for name, argv in (
+        ("best", ["eval", out]),
+        ("latest", ["generate", out, "--checkpoint", "latest", "--max-new-tokens", 5]),
+    ):
         has_one = (out / "checkpoints" / f"{name}.safetensors").is_file()
         if True:
             status = train.main([str(a) for a in argv])
             err = capsys.readouterr().err
-            if status != (0 if has_one else 2) or (not has_one and "no config.json" not in err
-                                                    and f"no {name} checkpoint" not in err
-                                                    and "not a run directory" not in err):
+            if status != (0 if has_one else 2) or (
+                not has_one
+                and "no config.json" not in err
+                and f"no {name} checkpoint" not in err
+                and "not a run directory" not in err
+            ):
                 problems.append(f"{' '.join(map(str, argv[:1]))} {name}: status {status}: {err.strip()[-200:]}")
     return problems

@@ -2,6 +2,7 @@
 
 Each check runs a fresh Python process, since malloc's settings are process-wide and cannot be undone.
 """
+
 import subprocess
 import sys
 import textwrap
@@ -64,7 +65,7 @@ def test_import_tensorlab_leaves_freed_memory_to_the_operating_system():
     with_import = run_python(FREE_BIG_ARRAYS.format(setup="import tensorlab, tensorlab.nn, tensorlab.optim"))
     kept = run_python(FREE_BIG_ARRAYS.format(setup=KEEP))
     assert with_import < numpy_alone + 50, f"{with_import:.0f} MiB resident after import, {numpy_alone:.0f} without"
-    assert kept > numpy_alone + 500     # the scenario does tell the two settings apart
+    assert kept > numpy_alone + 500  # the scenario does tell the two settings apart
 
 
 def test_keep_freed_memory_makes_repeated_steps_fault_free():

@@ -3,6 +3,7 @@ head) against the PyTorch twin in models/torch_model.py: logits, loss and every 
 
 Achieved: relative errors about 1e-15 for every combination; the tolerance is 1e-9.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -15,13 +16,29 @@ from models.transformer import TinyTransformerLM
 TOL = 1e-9
 
 OPTIONS = [  # each row is one reference report's model, plus single switches
-    dict(norm="none", pos_encoding="learned", n_heads=1, qkv_bias=False, ffn_bias=True, tie_weights=False,
-         head_bias=True, activation="relu"),                                                # seed 000
+    dict(
+        norm="none",
+        pos_encoding="learned",
+        n_heads=1,
+        qkv_bias=False,
+        ffn_bias=True,
+        tie_weights=False,
+        head_bias=True,
+        activation="relu",
+    ),  # seed 000
     dict(norm="rmsnorm", pos_encoding="sinusoidal", n_heads=1, tie_weights=False, activation="gelu"),  # 001
-    dict(norm="layernorm", norm_position="post", activation="relu", tie_weights=True),     # 002
+    dict(norm="layernorm", norm_position="post", activation="relu", tie_weights=True),  # 002
     dict(norm="rmsnorm", pos_encoding="sinusoidal", qkv_bias=False, proj_bias=False, tie_weights=False),  # 003
-    dict(norm="layernorm", norm_position="post", qkv_bias=False, proj_bias=True, tie_weights=False,
-         head_bias=True, activation="relu", pos_encoding="sinusoidal"),                    # 004
+    dict(
+        norm="layernorm",
+        norm_position="post",
+        qkv_bias=False,
+        proj_bias=True,
+        tie_weights=False,
+        head_bias=True,
+        activation="relu",
+        pos_encoding="sinusoidal",
+    ),  # 004
     dict(norm="layernorm", norm_position="pre", pos_encoding="rope"),
     dict(norm="rmsnorm", norm_position="post", ffn_bias=False),
 ]
@@ -62,11 +79,16 @@ def test_bias_switches_add_and_remove_exactly_the_named_parameters():
     names = lambda **o: {n for n, _ in TinyTransformerLM(config(**o)).named_parameters()}  # noqa: E731
     everything = names(tie_weights=False, head_bias=True, norm="layernorm")
     assert names(tie_weights=False, head_bias=True, norm="layernorm", qkv_bias=False) == everything - {
-        "blocks.0.attn.qkv.bias", "blocks.1.attn.qkv.bias"}
+        "blocks.0.attn.qkv.bias",
+        "blocks.1.attn.qkv.bias",
+    }
     assert names(tie_weights=False, head_bias=True, norm="layernorm", proj_bias=False) == everything - {
-        "blocks.0.attn.proj.bias", "blocks.1.attn.proj.bias"}
+        "blocks.0.attn.proj.bias",
+        "blocks.1.attn.proj.bias",
+    }
     assert names(tie_weights=False, head_bias=True, norm="layernorm", ffn_bias=False) == everything - {
-        f"blocks.{i}.ffn.{layer}.bias" for i in (0, 1) for layer in ("fc", "proj")}
+        f"blocks.{i}.ffn.{layer}.bias" for i in (0, 1) for layer in ("fc", "proj")
+    }
     assert names(tie_weights=False, norm="layernorm") == everything - {"head.bias"}
     assert not any("norm" in n for n in names(norm="none"))
     assert not any(n.endswith("norm.bias") or ".norm1.bias" in n for n in names(norm="rmsnorm"))
@@ -78,15 +100,18 @@ def test_post_norm_output_of_every_block_is_normalised():
     model = TinyTransformerLM(config(norm="layernorm", norm_position="post"))
     x = model.tok_emb(np.arange(10)[None, :])
     out = model.blocks[0](x).data[0]
-    np.testing.assert_allclose(out.mean(axis=-1), 0.0, atol=1e-12)   # achieved ~1e-17
-    np.testing.assert_allclose(out.var(axis=-1), 1.0, rtol=1e-4)     # var / (var + eps), eps = 1e-5
+    np.testing.assert_allclose(out.mean(axis=-1), 0.0, atol=1e-12)  # achieved ~1e-17
+    np.testing.assert_allclose(out.var(axis=-1), 1.0, rtol=1e-4)  # var / (var + eps), eps = 1e-5
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(norm="batchnorm"), "norm must be one of rmsnorm, layernorm, none"),
-    (dict(norm_position="middle"), "norm_position must be one of pre, post"),
-    (dict(head_bias=True, tie_weights=True), "head_bias needs tie_weights false"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(norm="batchnorm"), "norm must be one of rmsnorm, layernorm, none"),
+        (dict(norm_position="middle"), "norm_position must be one of pre, post"),
+        (dict(head_bias=True, tie_weights=True), "head_bias needs tie_weights false"),
+    ],
+)
 def test_bad_options_are_refused_with_one_line(bad, message):
     with pytest.raises(ValueError, match=message):
         config(**bad)

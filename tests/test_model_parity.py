@@ -1,4 +1,5 @@
 """TinyTransformerLM against its PyTorch twin: logits, loss and every gradient, for each positional encoding."""
+
 import math
 
 import numpy as np
@@ -7,8 +8,8 @@ import torch
 
 import tensorlab
 from models.config import ModelConfig
-from models.transformer import TinyTransformerLM
 from models.torch_model import twin_of
+from models.transformer import TinyTransformerLM
 
 # Relative error, worst over the 12 cases of test_logits_loss_and_every_gradient_match_pytorch (and the
 # norm_eps=0.1 ones), measured: float64 logits 3.5e-16, loss 2.5e-16, gradients 1.0e-15;
@@ -36,8 +37,10 @@ def batch(config, seed=0, B=3, T=10):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("pos, tie, norm_eps", [(pos, tie, 1e-5) for pos in ENCODINGS for tie in (True, False)]
-                         + [("rope", True, 0.1), ("learned", False, 0.1)])
+@pytest.mark.parametrize(
+    "pos, tie, norm_eps",
+    [(pos, tie, 1e-5) for pos in ENCODINGS for tie in (True, False)] + [("rope", True, 0.1), ("learned", False, 0.1)],
+)
 def test_logits_loss_and_every_gradient_match_pytorch(pos, tie, norm_eps, dtype):
     tensorlab.manual_seed(1)
     model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=tie, dtype=dtype, norm_eps=norm_eps))
@@ -66,12 +69,12 @@ def test_causal_mask_later_positions_get_exactly_zero_gradient(pos):
     config = small_config(pos_encoding=pos, tie_weights=False, dtype="float64", vocab_size=40)
     model = TinyTransformerLM(config)
     T, t = 10, 4
-    prefix = np.arange(t + 1)                              # ids 0..4 at positions 0..t
-    future = np.arange(20, 20 + T - t - 1)                 # ids used only after position t
-    ids = np.concatenate([prefix, future])[None, :]        # (1, T)
+    prefix = np.arange(t + 1)  # ids 0..4 at positions 0..t
+    future = np.arange(20, 20 + T - t - 1)  # ids used only after position t
+    ids = np.concatenate([prefix, future])[None, :]  # (1, T)
     logits, _ = model(ids)
     upstream = np.random.default_rng(0).standard_normal(logits.shape)
-    upstream[:, t + 1:] = 0                                # look at outputs 0..t only
+    upstream[:, t + 1 :] = 0  # look at outputs 0..t only
     logits.backward(upstream)
     grad_rows = model.tok_emb.weight.grad
     assert np.all(grad_rows[future] == 0.0)
@@ -138,7 +141,7 @@ def test_fused_attention_equals_composed_primitives(dropout):
 
 
 PARAMETERS_AFTER_20_STEPS = 1e-11  # measured worst relative error 2.8e-13 (over the three encodings)
-WARMUP, TOTAL, MIN_RATIO = 5, 20, 0.1          # schedule: 5 warmup steps, cosine to 0.1 x base lr at step 20
+WARMUP, TOTAL, MIN_RATIO = 5, 20, 0.1  # schedule: 5 warmup steps, cosine to 0.1 x base lr at step 20
 
 
 def torch_warmup_cosine_factor(step):
@@ -153,17 +156,21 @@ def tensorlab_schedule(optimizer):
     """tensorlab's warmup-cosine on `optimizer`: a function of the step that sets every group's lr (the one
     place that knows tensorlab's schedule API)."""
     from tensorlab.optim import WarmupCosine
+
     schedule = WarmupCosine(max_lr=1.0, min_lr=MIN_RATIO, warmup_steps=WARMUP, max_steps=TOTAL)
     return lambda step: schedule.apply(optimizer, step)
 
 
 def torch_optimizer_by_its_own_rule(twin):
     """AdamW over PyTorch's parameters, grouped here: matrices and tables decay, vectors (biases, gains) do not."""
-    params = list(twin.parameters())                                # a tied weight once
+    params = list(twin.parameters())  # a tied weight once
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                              {"params": no_decay, "weight_decay": 0.0, "lr": 5e-3}], lr=1e-2, betas=(0.9, 0.95))
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0, "lr": 5e-3}],
+        lr=1e-2,
+        betas=(0.9, 0.95),
+    )
 
 
 @pytest.mark.parametrize("pos", ENCODINGS)
@@ -174,11 +181,12 @@ def test_twenty_adamw_steps_with_clipping_and_warmup_cosine_match_pytorch(pos):
     by its own code: a bug in tensorlab's grouping or schedule shows as a difference.
     """
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+
     tensorlab.manual_seed(7)
     model = TinyTransformerLM(small_config(pos_encoding=pos, tie_weights=pos != "learned", dtype="float64"))
     twin = twin_of(model)
     groups = weight_decay_groups(model.named_parameters(), 0.1)
-    groups[1]["lr"] = 5e-3                                          # the no-decay group gets its own lr
+    groups[1]["lr"] = 5e-3  # the no-decay group gets its own lr
     optimizer = AdamW(groups, lr=1e-2, betas=(0.9, 0.95))
     set_lr = tensorlab_schedule(optimizer)
     twin_optimizer = torch_optimizer_by_its_own_rule(twin)
@@ -198,10 +206,10 @@ def test_twenty_adamw_steps_with_clipping_and_warmup_cosine_match_pytorch(pos):
         twin_optimizer.step()
         twin_schedule.step()
         norms.append((norm, float(twin_norm)))
-    assert any(n > 0.5 for n, _ in norms)                           # clipping was really exercised
-    for ours, theirs in lrs:                                        # measured: equal to the last bit or 1 ulp
+    assert any(n > 0.5 for n, _ in norms)  # clipping was really exercised
+    for ours, theirs in lrs:  # measured: equal to the last bit or 1 ulp
         np.testing.assert_allclose(ours, theirs, rtol=1e-15, atol=0)
-    for norm, twin_norm in norms:                                   # measured worst relative error 1.3e-15
+    for norm, twin_norm in norms:  # measured worst relative error 1.3e-15
         assert abs(norm - twin_norm) <= 1e-13 * twin_norm
     twin_params = dict(twin.named_parameters())
     for name, p in model.named_parameters():

@@ -7,6 +7,7 @@ mode (train or eval), backpropagates the same random upstream gradient, and comp
 by element. Dropout in training mode draws its own mask in each framework, so it has its own
 tests against the definition instead.
 """
+
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -15,8 +16,8 @@ import pytest
 import torch
 
 import tensorlab
-from tensorlab import nn
 from models import torch_model as torch_twin
+from tensorlab import nn
 
 # float64: measured worst relative error over the whole table 5.5e-16 (forward) and 1.3e-15 (gradients,
 # attention); 1e-13 sits within 100x of that, far below what a planted bug gives.
@@ -25,8 +26,18 @@ TOLERANCE = 1e-13
 
 def twin_config(**overrides):
     """The attributes models/torch_model.py's modules read from a ModelConfig (`bias`: all three biases)."""
-    values = dict(d_model=16, n_heads=4, d_ff=24, bias=True, dropout=0.0, pos_encoding="learned",
-                  activation="gelu", norm_eps=1e-5, norm="rmsnorm", norm_position="pre")
+    values = dict(
+        d_model=16,
+        n_heads=4,
+        d_ff=24,
+        bias=True,
+        dropout=0.0,
+        pos_encoding="learned",
+        activation="gelu",
+        norm_eps=1e-5,
+        norm="rmsnorm",
+        norm_position="pre",
+    )
     values.update(overrides)
     bias = values.pop("bias")
     return SimpleNamespace(**values, qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
@@ -49,12 +60,12 @@ class TorchSwiGLU(torch.nn.Module):
 @dataclass
 class Row:
     name: str
-    ours: object                      # () -> tensorlab module
-    theirs: object                    # () -> torch module
-    shape: tuple = (2, 5, 16)         # input shape; ints for Embedding
+    ours: object  # () -> tensorlab module
+    theirs: object  # () -> torch module
+    shape: tuple = (2, 5, 16)  # input shape; ints for Embedding
     training: bool = True
-    ids: bool = False                 # the input is integer ids (no input gradient)
-    scale: float = 1.0                # input scale
+    ids: bool = False  # the input is integer ids (no input gradient)
+    scale: float = 1.0  # input scale
     extra: dict = field(default_factory=dict)
 
 
@@ -64,48 +75,102 @@ def attention_twin(c):
 
 ROWS = [
     Row("linear-bias", lambda: nn.Linear(16, 7, dtype=np.float64), lambda: torch.nn.Linear(16, 7)),
-    Row("linear-no-bias", lambda: nn.Linear(16, 7, bias=False, dtype=np.float64),
-        lambda: torch.nn.Linear(16, 7, bias=False)),
-    Row("embedding", lambda: nn.Embedding(11, 6, dtype=np.float64), lambda: torch.nn.Embedding(11, 6),
-        shape=(3, 7), ids=True),
+    Row(
+        "linear-no-bias",
+        lambda: nn.Linear(16, 7, bias=False, dtype=np.float64),
+        lambda: torch.nn.Linear(16, 7, bias=False),
+    ),
+    Row(
+        "embedding",
+        lambda: nn.Embedding(11, 6, dtype=np.float64),
+        lambda: torch.nn.Embedding(11, 6),
+        shape=(3, 7),
+        ids=True,
+    ),
     Row("rms-norm-default", lambda: nn.RMSNorm(16, dtype=np.float64), lambda: torch.nn.RMSNorm(16, eps=1e-5)),
-    Row("rms-norm-eps-0.1", lambda: nn.RMSNorm(16, eps=0.1, dtype=np.float64),
-        lambda: torch.nn.RMSNorm(16, eps=0.1), scale=0.3),
-    Row("rms-norm-no-affine", lambda: nn.RMSNorm(16, eps=1e-3, elementwise_affine=False, dtype=np.float64),
-        lambda: torch.nn.RMSNorm(16, eps=1e-3, elementwise_affine=False), scale=0.3),
+    Row(
+        "rms-norm-eps-0.1",
+        lambda: nn.RMSNorm(16, eps=0.1, dtype=np.float64),
+        lambda: torch.nn.RMSNorm(16, eps=0.1),
+        scale=0.3,
+    ),
+    Row(
+        "rms-norm-no-affine",
+        lambda: nn.RMSNorm(16, eps=1e-3, elementwise_affine=False, dtype=np.float64),
+        lambda: torch.nn.RMSNorm(16, eps=1e-3, elementwise_affine=False),
+        scale=0.3,
+    ),
     Row("layer-norm-default", lambda: nn.LayerNorm(16, dtype=np.float64), lambda: torch.nn.LayerNorm(16)),
-    Row("layer-norm-eps-0.1", lambda: nn.LayerNorm(16, eps=0.1, dtype=np.float64),
-        lambda: torch.nn.LayerNorm(16, eps=0.1), scale=0.3),
-    Row("layer-norm-no-bias", lambda: nn.LayerNorm(16, bias=False, dtype=np.float64),
-        lambda: torch.nn.LayerNorm(16, bias=False)),
-    Row("layer-norm-no-affine", lambda: nn.LayerNorm(16, eps=1e-3, elementwise_affine=False, dtype=np.float64),
-        lambda: torch.nn.LayerNorm(16, eps=1e-3, elementwise_affine=False)),
+    Row(
+        "layer-norm-eps-0.1",
+        lambda: nn.LayerNorm(16, eps=0.1, dtype=np.float64),
+        lambda: torch.nn.LayerNorm(16, eps=0.1),
+        scale=0.3,
+    ),
+    Row(
+        "layer-norm-no-bias",
+        lambda: nn.LayerNorm(16, bias=False, dtype=np.float64),
+        lambda: torch.nn.LayerNorm(16, bias=False),
+    ),
+    Row(
+        "layer-norm-no-affine",
+        lambda: nn.LayerNorm(16, eps=1e-3, elementwise_affine=False, dtype=np.float64),
+        lambda: torch.nn.LayerNorm(16, eps=1e-3, elementwise_affine=False),
+    ),
     Row("dropout-eval", lambda: nn.Dropout(0.4), lambda: torch.nn.Dropout(0.4), training=False),
     Row("dropout-p0-train", lambda: nn.Dropout(0.0), lambda: torch.nn.Dropout(0.0)),
     Row("dropout-p1-train", lambda: nn.Dropout(1.0), lambda: torch.nn.Dropout(1.0)),
-    Row("attention-learned-bias", lambda: nn.CausalSelfAttention(16, 4, dtype=np.float64),
-        lambda: attention_twin(twin_config())),
-    Row("attention-rope-no-bias", lambda: nn.CausalSelfAttention(16, 2, bias=False, rope=True, dtype=np.float64),
-        lambda: attention_twin(twin_config(n_heads=2, bias=False, pos_encoding="rope"))),
-    Row("attention-composed-rope", lambda: nn.CausalSelfAttention(16, 4, rope=True, dtype=np.float64, fused=False),
-        lambda: attention_twin(twin_config(pos_encoding="rope"))),
-    Row("attention-dropout-eval", lambda: nn.CausalSelfAttention(16, 4, dropout=0.3, dtype=np.float64),
-        lambda: attention_twin(twin_config(dropout=0.3)), training=False),
-    Row("feed-forward-gelu", lambda: nn.FeedForward(16, 24, dtype=np.float64),
-        lambda: torch_twin.TorchFeedForward(twin_config())),
-    Row("feed-forward-relu-no-bias-dropout-eval",
+    Row(
+        "attention-learned-bias",
+        lambda: nn.CausalSelfAttention(16, 4, dtype=np.float64),
+        lambda: attention_twin(twin_config()),
+    ),
+    Row(
+        "attention-rope-no-bias",
+        lambda: nn.CausalSelfAttention(16, 2, bias=False, rope=True, dtype=np.float64),
+        lambda: attention_twin(twin_config(n_heads=2, bias=False, pos_encoding="rope")),
+    ),
+    Row(
+        "attention-composed-rope",
+        lambda: nn.CausalSelfAttention(16, 4, rope=True, dtype=np.float64, fused=False),
+        lambda: attention_twin(twin_config(pos_encoding="rope")),
+    ),
+    Row(
+        "attention-dropout-eval",
+        lambda: nn.CausalSelfAttention(16, 4, dropout=0.3, dtype=np.float64),
+        lambda: attention_twin(twin_config(dropout=0.3)),
+        training=False,
+    ),
+    Row(
+        "feed-forward-gelu",
+        lambda: nn.FeedForward(16, 24, dtype=np.float64),
+        lambda: torch_twin.TorchFeedForward(twin_config()),
+    ),
+    Row(
+        "feed-forward-relu-no-bias-dropout-eval",
         lambda: nn.FeedForward(16, 24, activation="relu", dropout=0.5, bias=False, dtype=np.float64),
         lambda: torch_twin.TorchFeedForward(twin_config(activation="relu", dropout=0.5, bias=False)),
-        training=False),
+        training=False,
+    ),
     Row("swiglu-feed-forward", lambda: nn.SwiGLUFeedForward(16, 24, dtype=np.float64), lambda: TorchSwiGLU(16, 24)),
-    Row("swiglu-no-bias-dropout-eval", lambda: nn.SwiGLUFeedForward(16, 8, dropout=0.5, bias=False, dtype=np.float64),
-        lambda: TorchSwiGLU(16, 8, bias=False, dropout=0.5), training=False),
-    Row("block-eps-0.1-rope", lambda: nn.TransformerBlock(16, 4, 24, rope=True, norm_eps=0.1, dtype=np.float64),
-        lambda: torch_twin.TorchBlock(twin_config(pos_encoding="rope", norm_eps=0.1)), scale=0.3),
-    Row("block-relu-no-bias-eval",
+    Row(
+        "swiglu-no-bias-dropout-eval",
+        lambda: nn.SwiGLUFeedForward(16, 8, dropout=0.5, bias=False, dtype=np.float64),
+        lambda: TorchSwiGLU(16, 8, bias=False, dropout=0.5),
+        training=False,
+    ),
+    Row(
+        "block-eps-0.1-rope",
+        lambda: nn.TransformerBlock(16, 4, 24, rope=True, norm_eps=0.1, dtype=np.float64),
+        lambda: torch_twin.TorchBlock(twin_config(pos_encoding="rope", norm_eps=0.1)),
+        scale=0.3,
+    ),
+    Row(
+        "block-relu-no-bias-eval",
         lambda: nn.TransformerBlock(16, 2, 8, dropout=0.2, activation="relu", bias=False, dtype=np.float64),
         lambda: torch_twin.TorchBlock(twin_config(n_heads=2, d_ff=8, dropout=0.2, activation="relu", bias=False)),
-        training=False),
+        training=False,
+    ),
 ]
 
 
@@ -127,7 +192,7 @@ def run_both(row, seed=0):
     theirs.train(row.training)
     if row.ids:
         x_np = rng.integers(0, 11, size=row.shape)
-        x_np[0, :3] = 4                                           # a repeated id: its gradients add up
+        x_np[0, :3] = 4  # a repeated id: its gradients add up
         x, tx = x_np, torch.from_numpy(x_np)
     else:
         x_np = rng.standard_normal(row.shape) * row.scale
@@ -184,7 +249,7 @@ def test_dropout_in_training_zeroes_a_fraction_p_and_scales_the_rest(p):
     y.backward(upstream)
     np.testing.assert_allclose(x.grad, upstream * kept / (1 - p), rtol=1e-15)
     layer.eval()
-    assert layer(x) is x                                          # eval: the identity, as torch
+    assert layer(x) is x  # eval: the identity, as torch
 
 
 def test_module_train_and_eval_reach_every_sub_module_like_torch():
@@ -205,4 +270,4 @@ def test_attention_constants_cache_is_bounded():
             attention(tensorlab.tensor(np.zeros((1, T, 16))))
         assert 0 < len(attention._constants) <= attention.MAX_CACHED
         lengths = {key[1] for key in attention._constants}
-        assert 39 in lengths and 1 not in lengths                  # the latest length kept, the oldest gone
+        assert 39 in lengths and 1 not in lengths  # the latest length kept, the oldest gone

@@ -3,6 +3,7 @@
 The notebooks are built, not committed (docs/notebooks/ is ignored), so these tests build them
 into a temporary folder and compare them with what tests/test_docs.py runs and checks.
 """
+
 import importlib.util
 import re
 import subprocess
@@ -10,7 +11,6 @@ import sys
 
 import nbformat
 import pytest
-
 from test_docs import PAGES, ROOT, blocks, page_id
 
 DOC_PAGES = [p for p in PAGES if p.parent == ROOT / "docs"]
@@ -40,7 +40,11 @@ def snippets_run_by_test_docs(page):
             continue
         following = found[k + 1] if k + 1 < len(found) else None
         shown = None
-        if following and following.info == "output" and not "".join(lines[block.closing:following.opening - 1]).strip():
+        if (
+            following
+            and following.info == "output"
+            and not "".join(lines[block.closing : following.opening - 1]).strip()
+        ):
             shown = following.code
         snippets.append((block.code, shown))
     return snippets
@@ -80,15 +84,20 @@ def test_relative_links_work_from_the_notebooks_folder(notebooks):
                 resolved = (out / target.split("#")[0]).resolve()
                 if not resolved.exists():
                     broken.append(f"{name}: {target}")
-                assert not (resolved.parent == ROOT / "docs" and resolved.suffix == ".md"), \
+                assert not (resolved.parent == ROOT / "docs" and resolved.suffix == ".md"), (
                     f"{name}: {target} should point at the page's notebook"
+                )
     assert not broken, broken
     assert "(13-vector-jacobian-products.ipynb)" in "".join(c.source for c in built["README"].cells)
 
 
 def test_the_command_builds_them_and_git_ignores_the_default_folder(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "docs" / "make_notebooks.py"), str(tmp_path)],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "make_notebooks.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout.startswith(f"{len(DOC_PAGES)} notebooks in ")
     assert len(list(tmp_path.glob("*.ipynb"))) == len(DOC_PAGES)
     ignored = subprocess.run(["git", "check-ignore", "-q", "docs/notebooks/01-tensor-and-graph.ipynb"], cwd=ROOT)
@@ -97,12 +106,19 @@ def test_the_command_builds_them_and_git_ignores_the_default_folder(tmp_path):
 
 def test_only_the_blocks_test_docs_runs_become_code_cells(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Title\n\n```python\nx = 1\nprint(x)\n```\n\n```output\n1\n```\n\n"
-                    "```python no-run\nimport cupy\n```\n\nText.\n\n"
-                    "```output\nnot an output of the block above\n```\n\n"
-                    "1. In a list:\n\n   ```python\n   print(2)\n   ```\n\n```bash\nls\n```\n")
+    page.write_text(
+        "# Title\n\n```python\nx = 1\nprint(x)\n```\n\n```output\n1\n```\n\n"
+        "```python no-run\nimport cupy\n```\n\nText.\n\n"
+        "```output\nnot an output of the block above\n```\n\n"
+        "1. In a list:\n\n   ```python\n   print(2)\n   ```\n\n```bash\nls\n```\n"
+    )
     cells = load_tool().cells_of(page.read_text())
     assert [(kind, printed) for kind, _, printed in cells] == [
-        ("markdown", None), ("code", "1"), ("markdown", None), ("code", None), ("markdown", None)]
+        ("markdown", None),
+        ("code", "1"),
+        ("markdown", None),
+        ("code", None),
+        ("markdown", None),
+    ]
     assert [text for kind, text, _ in cells if kind == "code"] == [b for b, _ in snippets_run_by_test_docs(page)]
     assert "import cupy" in cells[2][1] and "not an output" in cells[2][1] and "ls" in cells[4][1]

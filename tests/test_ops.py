@@ -7,15 +7,16 @@ CASES is the one table: op name -> cases. Each case runs
 on every backend (NumPy; CuPy too on a GPU). test_every_exported_op_has_cases fails when an
 op is added to functional.__all__ without cases here, so no op escapes both checks.
 """
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from reference import assert_close, check_against_torch, torch_index
 
 import tensorlab
 import tensorlab.backend
 import tensorlab.functional as F
-from reference import assert_close, check_against_torch, torch_index
 
 _rng = np.random.default_rng(20261121)
 
@@ -53,6 +54,7 @@ def mask(*shape):
 def rope_tables(T, D, like):
     """RoPE's (T, D) cos and sin tables, from tensorlab.nn.positional, in the dtype of `like`."""
     from tensorlab.nn.positional import rope_tables as tables
+
     dtype = str(like.dtype).replace("torch.", "")
     cos, sin = (t.astype(dtype) for t in tables(T, D))
     if isinstance(like, torch.Tensor):
@@ -135,12 +137,12 @@ CASES = {
         Case("0-d", F.neg, torch.neg, randn()),
     ],
     "pow": [
-        Case("square", lambda x: F.pow(x, 2), lambda x: x ** 2, randn(3, 4)),
-        Case("cube", lambda x: F.pow(x, 3), lambda x: x ** 3, randn(5)),
-        Case("sqrt", lambda x: F.pow(x, 0.5), lambda x: x ** 0.5, positive(2, 3)),
-        Case("inverse", lambda x: F.pow(x, -1), lambda x: x ** -1, away_from_zero(2, 3)),
-        Case("negative-fraction", lambda x: F.pow(x, -1.5), lambda x: x ** -1.5, positive(4)),
-        Case("zero-exponent-at-0", lambda x: F.pow(x, 0), lambda x: x ** 0, np.array([0.0, 1.5, -2.0])),
+        Case("square", lambda x: F.pow(x, 2), lambda x: x**2, randn(3, 4)),
+        Case("cube", lambda x: F.pow(x, 3), lambda x: x**3, randn(5)),
+        Case("sqrt", lambda x: F.pow(x, 0.5), lambda x: x**0.5, positive(2, 3)),
+        Case("inverse", lambda x: F.pow(x, -1), lambda x: x**-1, away_from_zero(2, 3)),
+        Case("negative-fraction", lambda x: F.pow(x, -1.5), lambda x: x**-1.5, positive(4)),
+        Case("zero-exponent-at-0", lambda x: F.pow(x, 0), lambda x: x**0, np.array([0.0, 1.5, -2.0])),
     ],
     # ----- pointwise functions
     "exp": [Case("matrix", F.exp, torch.exp, randn(3, 4))],
@@ -158,30 +160,45 @@ CASES = {
     ],
     "gelu": [
         Case("exact-erf", F.gelu, TF.gelu, randn(3, 4, scale=2)),
-        Case("tanh", lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh"),
-             randn(3, 4, scale=2)),
+        Case(
+            "tanh",
+            lambda x: F.gelu(x, approximate="tanh"),
+            lambda x: TF.gelu(x, approximate="tanh"),
+            randn(3, 4, scale=2),
+        ),
     ],
     # ----- reductions: None, int, tuple, negative axes, keepdims, size-1 axes
     "sum": [
         Case("all", F.sum, torch.sum, randn(2, 3, 4)),
         Case("axis-0", lambda x: F.sum(x, axis=0), lambda x: x.sum(0), randn(3, 4)),
         Case("axes-neg", lambda x: F.sum(x, axis=(-3, -1)), lambda x: x.sum((-3, -1)), randn(2, 3, 4)),
-        Case("keepdims", lambda x: F.sum(x, axis=1, keepdims=True), lambda x: x.sum(1, keepdim=True),
-             randn(2, 3, 4)),
+        Case("keepdims", lambda x: F.sum(x, axis=1, keepdims=True), lambda x: x.sum(1, keepdim=True), randn(2, 3, 4)),
         Case("size-1-axis", lambda x: F.sum(x, axis=1), lambda x: x.sum(1), randn(3, 1, 2)),
     ],
     "mean": [
         Case("all", F.mean, torch.mean, randn(2, 3, 4)),
         Case("axis-neg", lambda x: F.mean(x, axis=-1), lambda x: x.mean(-1), randn(3, 4)),
-        Case("axes-keepdims", lambda x: F.mean(x, axis=(0, 2), keepdims=True),
-             lambda x: x.mean((0, 2), keepdim=True), randn(2, 3, 4)),
+        Case(
+            "axes-keepdims",
+            lambda x: F.mean(x, axis=(0, 2), keepdims=True),
+            lambda x: x.mean((0, 2), keepdim=True),
+            randn(2, 3, 4),
+        ),
     ],
     "max": [  # torch.amax: tied maxima share the gradient equally
-        Case("axis-neg-with-ties", lambda x: F.max(x, axis=-1), lambda x: x.amax(-1),
-             with_tie(with_tie(randn(3, 4), 0, 2), 9, 10)),
+        Case(
+            "axis-neg-with-ties",
+            lambda x: F.max(x, axis=-1),
+            lambda x: x.amax(-1),
+            with_tie(with_tie(randn(3, 4), 0, 2), 9, 10),
+        ),
         Case("all", F.max, torch.amax, randn(2, 3, 4)),
-        Case("axes-keepdims", lambda x: F.max(x, axis=(0, 2), keepdims=True),
-             lambda x: x.amax((0, 2), keepdim=True), randn(2, 3, 4)),
+        Case(
+            "axes-keepdims",
+            lambda x: F.max(x, axis=(0, 2), keepdims=True),
+            lambda x: x.amax((0, 2), keepdim=True),
+            randn(2, 3, 4),
+        ),
         Case("size-1-axis", lambda x: F.max(x, axis=0), lambda x: x.amax(0), randn(1, 4)),
     ],
     # ----- shape ops
@@ -193,44 +210,69 @@ CASES = {
     "transpose": [
         Case("reverse", F.transpose, lambda x: x.permute(2, 1, 0), randn(2, 3, 4)),
         Case("perm", lambda x: F.transpose(x, (1, 0, 2)), lambda x: x.permute(1, 0, 2), randn(2, 3, 4)),
-        Case("negative-axes", lambda x: F.transpose(x, (-1, 0, 1)), lambda x: x.permute(-1, 0, 1),
-             randn(2, 3, 4)),
+        Case("negative-axes", lambda x: F.transpose(x, (-1, 0, 1)), lambda x: x.permute(-1, 0, 1), randn(2, 3, 4)),
     ],
     "swapaxes": [
         Case("first-last", lambda x: F.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1), randn(2, 3, 4)),
         Case("last-two", lambda x: F.swapaxes(x, -2, -1), lambda x: x.transpose(-2, -1), randn(3, 4)),
     ],
     "getitem": [
-        Case("slices", lambda x: F.getitem(x, (slice(1, None), slice(None, None, 2))),
-             lambda x: x[1:, ::2], randn(3, 5)),
+        Case(
+            "slices", lambda x: F.getitem(x, (slice(1, None), slice(None, None, 2))), lambda x: x[1:, ::2], randn(3, 5)
+        ),
         Case("negative-int", lambda x: F.getitem(x, -1), lambda x: x[-1], randn(3, 4)),
-        Case("none-ellipsis", lambda x: F.getitem(x, (None, Ellipsis, 1)), lambda x: x[None, ..., 1],
-             randn(2, 3, 4)),
+        Case("none-ellipsis", lambda x: F.getitem(x, (None, Ellipsis, 1)), lambda x: x[None, ..., 1], randn(2, 3, 4)),
         Case("bool-mask", lambda x: F.getitem(x, BOOL_2D), lambda x: x[torch_index(BOOL_2D)], randn(3, 4)),
-        Case("repeated-ids", lambda x: F.getitem(x, np.array([0, 2, 0, 0])),
-             lambda x: x[torch_index(np.array([0, 2, 0, 0]))], randn(3, 4)),
-        Case("two-id-arrays-repeated", lambda x: F.getitem(x, (np.array([0, 1, 0]), np.array([2, 2, 2]))),
-             lambda x: x[torch_index((np.array([0, 1, 0]), np.array([2, 2, 2])))], randn(3, 4)),
-        Case("slice-and-list", lambda x: F.getitem(x, (slice(None), [1, 1, 3])), lambda x: x[:, [1, 1, 3]],
-             randn(2, 4)),
+        Case(
+            "repeated-ids",
+            lambda x: F.getitem(x, np.array([0, 2, 0, 0])),
+            lambda x: x[torch_index(np.array([0, 2, 0, 0]))],
+            randn(3, 4),
+        ),
+        Case(
+            "two-id-arrays-repeated",
+            lambda x: F.getitem(x, (np.array([0, 1, 0]), np.array([2, 2, 2]))),
+            lambda x: x[torch_index((np.array([0, 1, 0]), np.array([2, 2, 2])))],
+            randn(3, 4),
+        ),
+        Case(
+            "slice-and-list", lambda x: F.getitem(x, (slice(None), [1, 1, 3])), lambda x: x[:, [1, 1, 3]], randn(2, 4)
+        ),
     ],
     "concatenate": [
-        Case("axis-neg", lambda *xs: F.concatenate(xs, axis=-1), lambda *xs: torch.cat(xs, dim=-1),
-             randn(2, 3), randn(2, 1), randn(2, 2)),
+        Case(
+            "axis-neg",
+            lambda *xs: F.concatenate(xs, axis=-1),
+            lambda *xs: torch.cat(xs, dim=-1),
+            randn(2, 3),
+            randn(2, 1),
+            randn(2, 2),
+        ),
         Case("axis-0", lambda *xs: F.concatenate(xs), lambda *xs: torch.cat(xs), randn(1, 3), randn(2, 3)),
     ],
     "stack": [
         Case("axis-0", lambda *xs: F.stack(xs), lambda *xs: torch.stack(xs), randn(2, 3), randn(2, 3)),
-        Case("axis-neg", lambda *xs: F.stack(xs, axis=-1), lambda *xs: torch.stack(xs, dim=-1),
-             randn(2, 3), randn(2, 3), randn(2, 3)),
+        Case(
+            "axis-neg",
+            lambda *xs: F.stack(xs, axis=-1),
+            lambda *xs: torch.stack(xs, dim=-1),
+            randn(2, 3),
+            randn(2, 3),
+            randn(2, 3),
+        ),
     ],
     "split": [
-        Case("sizes-axis-neg", lambda x: F.split(x, [1, 3], axis=-1), lambda x: torch.split(x, [1, 3], dim=-1),
-             randn(2, 4)),
+        Case(
+            "sizes-axis-neg",
+            lambda x: F.split(x, [1, 3], axis=-1),
+            lambda x: torch.split(x, [1, 3], dim=-1),
+            randn(2, 4),
+        ),
         Case("piece-size", lambda x: F.split(x, 2), lambda x: torch.split(x, 2), randn(5, 3)),
         Case("piece-size-axis", lambda x: F.split(x, 3, axis=1), lambda x: torch.split(x, 3, dim=1), randn(2, 7)),
-        Case("one-piece-unused", lambda x: F.split(x, [1, 2, 1])[1], lambda x: torch.split(x, [1, 2, 1])[1],
-             randn(4, 2)),
+        Case(
+            "one-piece-unused", lambda x: F.split(x, [1, 2, 1])[1], lambda x: torch.split(x, [1, 2, 1])[1], randn(4, 2)
+        ),
     ],
     "chunk": [
         Case("even", lambda x: F.chunk(x, 2), lambda x: torch.chunk(x, 2), randn(4, 3)),
@@ -254,14 +296,29 @@ CASES = {
     "where": [
         Case("broadcast-b", F.where, torch.where, mask(3, 4), randn(3, 4), randn(4)),
         Case("broadcast-condition", F.where, torch.where, mask(3, 1), randn(1, 4), randn(3, 4)),
-        Case("python-scalar", lambda c, a: F.where(c, a, 0.0), lambda c, a: torch.where(c, a, 0.0),
-             mask(2, 3), randn(2, 3)),
+        Case(
+            "python-scalar",
+            lambda c, a: F.where(c, a, 0.0),
+            lambda c, a: torch.where(c, a, 0.0),
+            mask(2, 3),
+            randn(2, 3),
+        ),
     ],
     "masked_fill": [
-        Case("same-shape", lambda x, m: F.masked_fill(x, m, -1.5), lambda x, m: x.masked_fill(m, -1.5),
-             randn(3, 4), mask(3, 4)),
-        Case("broadcast-mask", lambda x, m: F.masked_fill(x, m, 0.0), lambda x, m: x.masked_fill(m, 0.0),
-             randn(2, 3, 4), mask(4)),
+        Case(
+            "same-shape",
+            lambda x, m: F.masked_fill(x, m, -1.5),
+            lambda x, m: x.masked_fill(m, -1.5),
+            randn(3, 4),
+            mask(3, 4),
+        ),
+        Case(
+            "broadcast-mask",
+            lambda x, m: F.masked_fill(x, m, 0.0),
+            lambda x, m: x.masked_fill(m, 0.0),
+            randn(2, 3, 4),
+            mask(4),
+        ),
     ],
     # ----- softmax family; a "fully masked" row uses -1e9, where tensorlab and PyTorch agree
     "softmax": [
@@ -269,8 +326,13 @@ CASES = {
         Case("axis-neg-2", lambda x: F.softmax(x, axis=-2), lambda x: torch.softmax(x, -2), randn(2, 4, 3)),
         Case("size-1-axis", F.softmax, lambda x: torch.softmax(x, -1), randn(3, 1)),
         Case("large-logits", F.softmax, lambda x: torch.softmax(x, -1), randn(2, 4, scale=50)),
-        Case("masked-rows", _softmax_masked(F.softmax, -1e9),
-             lambda x, m: torch.softmax(x.masked_fill(m, -1e9), -1), randn(3, 5), ROW_MASK),
+        Case(
+            "masked-rows",
+            _softmax_masked(F.softmax, -1e9),
+            lambda x, m: torch.softmax(x.masked_fill(m, -1e9), -1),
+            randn(3, 5),
+            ROW_MASK,
+        ),
     ],
     "log_softmax": [
         Case("last-axis", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(3, 5)),
@@ -278,16 +340,30 @@ CASES = {
         Case("large-logits", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(2, 4, scale=50)),
         # only a fully masked row: a partly masked one puts -1e9 in the output, beyond what
         # finite differences can resolve
-        Case("fully-masked-row", _softmax_masked(F.log_softmax, -1e9),
-             lambda x, m: torch.log_softmax(x.masked_fill(m, -1e9), -1), randn(3, 5),
-             np.array([[False] * 5, [True] * 5, [False] * 5])),
+        Case(
+            "fully-masked-row",
+            _softmax_masked(F.log_softmax, -1e9),
+            lambda x, m: torch.log_softmax(x.masked_fill(m, -1e9), -1),
+            randn(3, 5),
+            np.array([[False] * 5, [True] * 5, [False] * 5]),
+        ),
     ],
     "cross_entropy": [
         Case("rows-repeated-targets", F.cross_entropy, TF.cross_entropy, randn(4, 5), np.array([1, 0, 4, 1])),
-        Case("batch-time-ignored", F.cross_entropy,
-             lambda x, t: TF.cross_entropy(x.reshape(-1, 4), t.reshape(-1)), randn(2, 3, 4), TARGETS_IGNORED),
-        Case("custom-ignore-index", lambda x, t: F.cross_entropy(x, t, ignore_index=2),
-             lambda x, t: TF.cross_entropy(x, t, ignore_index=2), randn(5, 3), np.array([2, 0, 1, 2, 1])),
+        Case(
+            "batch-time-ignored",
+            F.cross_entropy,
+            lambda x, t: TF.cross_entropy(x.reshape(-1, 4), t.reshape(-1)),
+            randn(2, 3, 4),
+            TARGETS_IGNORED,
+        ),
+        Case(
+            "custom-ignore-index",
+            lambda x, t: F.cross_entropy(x, t, ignore_index=2),
+            lambda x, t: TF.cross_entropy(x, t, ignore_index=2),
+            randn(5, 3),
+            np.array([2, 0, 1, 2, 1]),
+        ),
         Case("large-logits", F.cross_entropy, TF.cross_entropy, randn(3, 4, scale=40), np.array([3, 0, 2])),
     ],
     "embedding": [
@@ -296,34 +372,57 @@ CASES = {
     ],
     # ----- normalisation over the last axis
     "rms_norm": [
-        Case("weight", F.rms_norm, lambda x, w: TF.rms_norm(x, (4,), w, eps=1e-5), randn(2, 3, 4),
-             positive(4)),
-        Case("no-weight-eps", lambda x: F.rms_norm(x, eps=1e-3), lambda x: TF.rms_norm(x, (5,), eps=1e-3),
-             randn(3, 5)),
+        Case("weight", F.rms_norm, lambda x, w: TF.rms_norm(x, (4,), w, eps=1e-5), randn(2, 3, 4), positive(4)),
+        Case("no-weight-eps", lambda x: F.rms_norm(x, eps=1e-3), lambda x: TF.rms_norm(x, (5,), eps=1e-3), randn(3, 5)),
     ],
     "layer_norm": [
-        Case("weight-bias", F.layer_norm, lambda x, w, b: TF.layer_norm(x, (4,), w, b, eps=1e-5),
-             randn(2, 3, 4), positive(4), randn(4)),
+        Case(
+            "weight-bias",
+            F.layer_norm,
+            lambda x, w, b: TF.layer_norm(x, (4,), w, b, eps=1e-5),
+            randn(2, 3, 4),
+            positive(4),
+            randn(4),
+        ),
         Case("plain", F.layer_norm, lambda x: TF.layer_norm(x, (5,)), randn(3, 5)),
     ],
     "causal_attention": [  # (B, H, T, D)
-        Case("B1-H2-T4-D3", F.causal_attention,
-             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
-             randn(1, 2, 4, 3), randn(1, 2, 4, 3), randn(1, 2, 4, 3)),
-        Case("eval-ignores-dropout", lambda q, k, v: F.causal_attention(q, k, v, dropout_p=0.5, training=False),
-             lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
-             randn(2, 1, 3, 2), randn(2, 1, 3, 2), randn(2, 1, 3, 2)),
+        Case(
+            "B1-H2-T4-D3",
+            F.causal_attention,
+            lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+            randn(1, 2, 4, 3),
+            randn(1, 2, 4, 3),
+            randn(1, 2, 4, 3),
+        ),
+        Case(
+            "eval-ignores-dropout",
+            lambda q, k, v: F.causal_attention(q, k, v, dropout_p=0.5, training=False),
+            lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+            randn(2, 1, 3, 2),
+            randn(2, 1, 3, 2),
+            randn(2, 1, 3, 2),
+        ),
     ],
     "rope": [  # x (..., T, D); the cos/sin tables are constants in x's dtype
-        Case("B2-H3-T4-D6", lambda x: F.rope(x, *rope_tables(4, 6, x)),
-             lambda x: torch_rope(x, *rope_tables(4, 6, x)), randn(2, 3, 4, 6)),
-        Case("T5-D2", lambda x: F.rope(x, *rope_tables(5, 2, x)),
-             lambda x: torch_rope(x, *rope_tables(5, 2, x)), randn(5, 2)),
+        Case(
+            "B2-H3-T4-D6",
+            lambda x: F.rope(x, *rope_tables(4, 6, x)),
+            lambda x: torch_rope(x, *rope_tables(4, 6, x)),
+            randn(2, 3, 4, 6),
+        ),
+        Case(
+            "T5-D2",
+            lambda x: F.rope(x, *rope_tables(5, 2, x)),
+            lambda x: torch_rope(x, *rope_tables(5, 2, x)),
+            randn(5, 2),
+        ),
     ],
     # ----- device and dtype moves in the graph (a float32 round trip: tests/test_convert.py)
     "to": [
-        Case("to-cpu-and-back", lambda x: F.to(F.to(x, "cpu"), x.device), lambda x: x.to("cpu").to(x.device),
-             randn(3, 4)),  # two moves on CuPy, none on NumPy (x.to(its own device) is x)
+        Case(
+            "to-cpu-and-back", lambda x: F.to(F.to(x, "cpu"), x.device), lambda x: x.to("cpu").to(x.device), randn(3, 4)
+        ),  # two moves on CuPy, none on NumPy (x.to(its own device) is x)
     ],
     "astype": [
         Case("own-dtype-copy", lambda x: F.astype(x, x.dtype), lambda x: x.clone(), randn(2, 3)),
@@ -341,14 +440,19 @@ def test_every_exported_op_has_cases():
     """An op added to functional.__all__ without cases here would escape both checks: fail instead."""
     assert set(CASES) == set(F.__all__), (
         f"ops without cases: {sorted(set(F.__all__) - set(CASES))}; "
-        f"cases for ops not exported: {sorted(set(CASES) - set(F.__all__))}")
+        f"cases for ops not exported: {sorted(set(CASES) - set(F.__all__))}"
+    )
     assert all(CASES[op] for op in F.__all__)
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_gradcheck(case, backend):
-    inputs = [tensorlab.tensor(x, requires_grad=x.dtype.kind == "f", device=backend.device)
-              if isinstance(x, np.ndarray) else x for x in case.inputs]
+    inputs = [
+        tensorlab.tensor(x, requires_grad=x.dtype.kind == "f", device=backend.device)
+        if isinstance(x, np.ndarray)
+        else x
+        for x in case.inputs
+    ]
     tensorlab.gradcheck(_single_output(case.tl_fn), inputs)
 
 
@@ -360,8 +464,15 @@ def test_against_torch_float64(case, backend):
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_against_torch_float32(case, backend):
     """float32 in -> float32 out and float32 gradients (Python scalars must not upcast), close to PyTorch's."""
-    check_against_torch(case.tl_fn, case.torch_fn, case.inputs, dtype="float32", device=backend.device,
-                        atol=case.f32_atol, name=case.label)
+    check_against_torch(
+        case.tl_fn,
+        case.torch_fn,
+        case.inputs,
+        dtype="float32",
+        device=backend.device,
+        atol=case.f32_atol,
+        name=case.label,
+    )
 
 
 def _host(array):
@@ -371,13 +482,16 @@ def _host(array):
 
 def _single_output(fn):
     """gradcheck wants one output tensor: join several (split's pieces) into one vector."""
+
     def joined(*xs):
         ys = fn(*xs)
         return F.concatenate([F.reshape(y, (-1,)) for y in ys]) if isinstance(ys, tuple) else ys
+
     return joined
 
 
 # ----- behaviour the table cannot show -----------------------------------------------------------
+
 
 def test_softmax_of_a_fully_minus_inf_row_is_zeros_with_zero_gradient(backend):
     """Documented: zeros (attention over nothing contributes nothing), where PyTorch gives NaN."""
@@ -395,24 +509,30 @@ def test_softmax_of_a_fully_minus_inf_row_is_zeros_with_zero_gradient(backend):
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 def test_log_softmax_of_a_fully_minus_inf_row_is_nan_like_torch(backend):
     x = np.array([[0.5, -np.inf, 1.0], [-np.inf] * 3])
-    check_against_torch(F.log_softmax, lambda t: torch.log_softmax(t, -1), [x], device=backend.device,
-                        name="log_softmax")
+    check_against_torch(
+        F.log_softmax, lambda t: torch.log_softmax(t, -1), [x], device=backend.device, name="log_softmax"
+    )
 
 
 def test_relu_gradient_at_exactly_zero_is_zero_like_torch(backend):
-    check_against_torch(F.relu, torch.relu, [np.array([-1.0, 0.0, 0.0, 2.0])], device=backend.device,
-                        name="relu")
+    check_against_torch(F.relu, torch.relu, [np.array([-1.0, 0.0, 0.0, 2.0])], device=backend.device, name="relu")
 
 
 def test_max_three_way_tie_shares_the_gradient_like_torch_amax(backend):
-    check_against_torch(lambda x: F.max(x, axis=-1), lambda x: x.amax(-1),
-                        [np.array([[2.0, 2.0, 1.0, 2.0], [0.0, 3.0, -1.0, 1.0]])], device=backend.device, name="max")
+    check_against_torch(
+        lambda x: F.max(x, axis=-1),
+        lambda x: x.amax(-1),
+        [np.array([[2.0, 2.0, 1.0, 2.0], [0.0, 3.0, -1.0, 1.0]])],
+        device=backend.device,
+        name="max",
+    )
 
 
 def test_cross_entropy_ignores_minus_100_by_default_and_every_target_ignored_gives_nan_loss_zero_grad(backend):
     targets = np.array([-100, -100])
-    check_against_torch(F.cross_entropy, TF.cross_entropy, [randn(2, 3), targets], device=backend.device,
-                        name="cross_entropy")
+    check_against_torch(
+        F.cross_entropy, TF.cross_entropy, [randn(2, 3), targets], device=backend.device, name="cross_entropy"
+    )
 
 
 def test_mixed_float32_and_float64_promote_like_torch(backend):
@@ -431,13 +551,12 @@ def test_mixed_float32_and_float64_promote_like_torch(backend):
         y.backward(u)
         ty.backward(torch.from_numpy(u))
         assert a.grad.dtype == np.float32 and bt.grad.dtype == np.float64
-        assert_close(f"{tl_fn.__name__} grad of the float32 input", _host(a.grad),
-                     ta.grad.numpy(), 1e-5, 1e-5)
-        assert_close(f"{tl_fn.__name__} grad of the float64 input", _host(bt.grad),
-                     tb.grad.numpy(), 1e-5, 1e-5)
+        assert_close(f"{tl_fn.__name__} grad of the float32 input", _host(a.grad), ta.grad.numpy(), 1e-5, 1e-5)
+        assert_close(f"{tl_fn.__name__} grad of the float64 input", _host(bt.grad), tb.grad.numpy(), 1e-5, 1e-5)
 
 
 # ----- dropout: the mask itself ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_drops_a_fraction_p_and_scales_the_rest(p, backend):
@@ -475,6 +594,7 @@ def test_dropout_in_eval_mode_and_with_p_0_is_the_identity_and_p_1_drops_everyth
 
 # ----- fused ops agree with the same math composed from primitives ------------------------------
 
+
 def test_fused_ops_agree_with_their_composition(backend):
     rng = np.random.default_rng(5)
     x_np, w_np, b_np = rng.standard_normal((3, 6)), rng.uniform(0.5, 2, 6), rng.standard_normal(6)
@@ -510,5 +630,6 @@ def test_fused_ops_agree_with_their_composition(backend):
             y.backward(np.random.default_rng(1).standard_normal(y.shape))
             results.append([y.numpy()] + [_host(x.grad) for x in xs])
         for k, (f, c) in enumerate(zip(*results)):
-            assert_close(f"{name}: fused vs composed, {'output' if k == 0 else f'gradient {k - 1}'}", f, c,
-                         1e-10, 1e-12)
+            assert_close(
+                f"{name}: fused vs composed, {'output' if k == 0 else f'gradient {k - 1}'}", f, c, 1e-10, 1e-12
+            )

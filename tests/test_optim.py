@@ -5,6 +5,7 @@ so these tests need no autodiff. Each tensorlab parameter has a torch twin made
 from a copy of the same data, fed the same gradients. Tests that take the `backend`
 fixture (tests/conftest.py) run on NumPy, and again on CuPy when there is a GPU.
 """
+
 import math
 
 import numpy as np
@@ -13,9 +14,16 @@ import torch
 
 from tensorlab.backend import array_module, to_device
 from tensorlab.nn import Parameter
-from tensorlab.optim import global_norm
-from tensorlab.optim import (SGD, AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm, clip_grad_norm_,
-                             weight_decay_groups)
+from tensorlab.optim import (
+    SGD,
+    AdamW,
+    ReduceLROnPlateau,
+    WarmupCosine,
+    clip_grad_norm,
+    clip_grad_norm_,
+    global_norm,
+    weight_decay_groups,
+)
 
 SHAPES = [(4, 3), (5,), (2, 3, 2), (16, 8)]
 STEPS = 20
@@ -69,14 +77,18 @@ DTYPES = [np.float64, np.float32]
 
 # ----- SGD ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("options", [
-    dict(lr=0.1),
-    dict(lr=0.1, momentum=0.9),
-    dict(lr=0.1, momentum=0.9, dampening=0.3),
-    dict(lr=0.05, momentum=0.9, nesterov=True),
-    dict(lr=0.1, weight_decay=0.05),
-    dict(lr=0.1, momentum=0.8, nesterov=True, weight_decay=0.05),
-], ids=["plain", "momentum", "dampening", "nesterov", "weight_decay", "all"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(lr=0.1),
+        dict(lr=0.1, momentum=0.9),
+        dict(lr=0.1, momentum=0.9, dampening=0.3),
+        dict(lr=0.05, momentum=0.9, nesterov=True),
+        dict(lr=0.1, weight_decay=0.05),
+        dict(lr=0.1, momentum=0.8, nesterov=True, weight_decay=0.05),
+    ],
+    ids=["plain", "momentum", "dampening", "nesterov", "weight_decay", "all"],
+)
 def test_sgd_matches_torch(dtype, options, backend):
     params, grads = make_params(dtype, xp=backend.xp), make_grads(dtype)
     twins = torch_twins(params)
@@ -90,8 +102,11 @@ def test_sgd_parameter_groups_match_torch():
     twins = torch_twins(params)
 
     def groups(ps):
-        return [{"params": ps[:2], "lr": 0.2, "nesterov": True},
-                {"params": ps[2:], "weight_decay": 0.1, "dampening": 0.5}]
+        return [
+            {"params": ps[:2], "lr": 0.2, "nesterov": True},
+            {"params": ps[2:], "weight_decay": 0.1, "dampening": 0.5},
+        ]
+
     run(SGD(groups(params), lr=0.05, momentum=0.9), params, grads)
     run(torch.optim.SGD(groups(twins), lr=0.05, momentum=0.9), twins, grads)
     assert_same(params, twins, np.float64)
@@ -105,9 +120,11 @@ def test_sgd_rejects_nesterov_without_momentum():
 # ----- AdamW -------------------------------------------------------------------------------------
 def adamw_groups(ps):
     """Three groups with their own lr, weight_decay and betas; the rest from the defaults."""
-    return [{"params": ps[:1], "lr": 3e-2, "weight_decay": 0.1},
-            {"params": ps[1:2], "weight_decay": 0.0},
-            {"params": ps[2:], "lr": 5e-3, "betas": (0.8, 0.95)}]
+    return [
+        {"params": ps[:1], "lr": 3e-2, "weight_decay": 0.1},
+        {"params": ps[1:2], "weight_decay": 0.0},
+        {"params": ps[2:], "lr": 5e-3, "betas": (0.8, 0.95)},
+    ]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -190,8 +207,11 @@ def test_a_parameter_in_two_groups_is_an_error():
         AdamW([{"params": params[:2]}, {"params": params[1:]}])
 
 
-@pytest.mark.parametrize("make", [lambda ps: SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
-                                  lambda ps: AdamW(adamw_groups(ps), lr=1e-2)], ids=["sgd", "adamw"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda ps: SGD(ps, lr=0.1, momentum=0.9, nesterov=True), lambda ps: AdamW(adamw_groups(ps), lr=1e-2)],
+    ids=["sgd", "adamw"],
+)
 def test_state_dict_round_trip_equals_uninterrupted_run(make, backend):
     grads = make_grads(np.float64, steps=10)
     straight = make_params(np.float64, xp=backend.xp)
@@ -213,8 +233,11 @@ def test_state_dict_round_trip_equals_uninterrupted_run(make, backend):
         assert np.array_equal(to_device(p.data, "cpu"), to_device(q.data, "cpu"))
 
 
-@pytest.mark.parametrize("make", [lambda ps, lr: SGD(ps, lr=lr, momentum=0.9),
-                                  lambda ps, lr: AdamW(adamw_groups(ps), lr=lr)], ids=["sgd", "adamw"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda ps, lr: SGD(ps, lr=lr, momentum=0.9), lambda ps, lr: AdamW(adamw_groups(ps), lr=lr)],
+    ids=["sgd", "adamw"],
+)
 def test_load_state_dict_restores_every_groups_settings_as_torch_does(make):
     """A plateau-reduced run resumed into an optimizer built with other settings continues with the saved ones.
 
@@ -224,16 +247,21 @@ def test_load_state_dict_restores_every_groups_settings_as_torch_does(make):
     params = make_params(np.float64)
     first = make(params, 0.1)
     run(first, params, grads[:3])
-    for i, group in enumerate(first.param_groups):                    # as a schedule would, group by group
+    for i, group in enumerate(first.param_groups):  # as a schedule would, group by group
         group["lr"] *= 0.5 ** (i + 1)
         group["weight_decay"] = 0.02 * i
     saved = first.state_dict()
     twins = torch_twins(params)
-    torch_first = (torch.optim.SGD(twins, lr=0.1, momentum=0.9) if isinstance(first, SGD)
-                   else torch.optim.AdamW(adamw_groups(twins), lr=0.1))
+    torch_first = (
+        torch.optim.SGD(twins, lr=0.1, momentum=0.9)
+        if isinstance(first, SGD)
+        else torch.optim.AdamW(adamw_groups(twins), lr=0.1)
+    )
     torch_saved = {"state": {}, "param_groups": [{**g, "params": g["params"]} for g in saved["param_groups"]]}
-    torch_saved["state"] = {i: {k: torch.tensor(v) if hasattr(v, "shape") else torch.tensor(float(v))
-                                for k, v in s.items()} for i, s in saved["state"].items()}
+    torch_saved["state"] = {
+        i: {k: torch.tensor(v) if hasattr(v, "shape") else torch.tensor(float(v)) for k, v in s.items()}
+        for i, s in saved["state"].items()
+    }
     torch_first.load_state_dict(torch_saved)
 
     second = make(params, 0.9)
@@ -289,7 +317,7 @@ def test_clip_grad_norm_matches_torch(dtype, max_norm, backend):
         p.grad, twin.grad = backend.xp.asarray(g.copy()), torch.tensor(g.copy())
     keep = [p.grad for p in params]
     total = clip_grad_norm_(params, max_norm)
-    assert all(p.grad is g for p, g in zip(params, keep))          # in place, as the underscore says
+    assert all(p.grad is g for p, g in zip(params, keep))  # in place, as the underscore says
     expected = torch.nn.utils.clip_grad_norm_(twins, max_norm)
     assert isinstance(total, float)
     assert abs(total - expected.item()) <= TOL[dtype] * expected.item()
@@ -299,7 +327,7 @@ def test_clip_grad_norm_matches_torch(dtype, max_norm, backend):
     if max_norm == 100.0:
         assert all(np.array_equal(to_device(p.grad, "cpu"), g) for p, g in zip(params, grads))
     else:
-        clipped = math.sqrt(sum(float((p.grad ** 2).sum()) for p in params))
+        clipped = math.sqrt(sum(float((p.grad**2).sum()) for p in params))
         assert abs(clipped - 1.0) < 1e-5
 
 
@@ -339,12 +367,12 @@ def test_clip_grad_norm_is_an_alias_of_clip_grad_norm_():
 def test_warmup_cosine_hand_computed_points():
     s = WarmupCosine(max_lr=1.0, min_lr=0.1, warmup_steps=10, max_steps=110)
     assert s.lr_at(0) == 0.0
-    assert s.lr_at(5) == pytest.approx(0.5, abs=1e-15)           # halfway up the ramp
-    assert s.lr_at(10) == pytest.approx(1.0, abs=1e-15)          # end of warmup: cos(0) = 1
-    assert s.lr_at(60) == pytest.approx(0.55, abs=1e-15)         # mid-decay: cos(pi/2) = 0, (1 + 0.1) / 2
+    assert s.lr_at(5) == pytest.approx(0.5, abs=1e-15)  # halfway up the ramp
+    assert s.lr_at(10) == pytest.approx(1.0, abs=1e-15)  # end of warmup: cos(0) = 1
+    assert s.lr_at(60) == pytest.approx(0.55, abs=1e-15)  # mid-decay: cos(pi/2) = 0, (1 + 0.1) / 2
     assert s.lr_at(35) == pytest.approx(0.1 + 0.9 * (1 + math.sqrt(0.5)) / 2, abs=1e-15)  # a quarter in
-    assert s.lr_at(110) == pytest.approx(0.1, abs=1e-15)         # the end: cos(pi) = -1
-    assert s.lr_at(500) == 0.1                                   # and after it
+    assert s.lr_at(110) == pytest.approx(0.1, abs=1e-15)  # the end: cos(pi) = -1
+    assert s.lr_at(500) == 0.1  # and after it
 
 
 def test_warmup_cosine_matches_torch_lambda_lr_per_group():
@@ -395,8 +423,9 @@ def test_reduce_lr_on_plateau_max_mode_abs_threshold_and_cooldown_match_torch():
     twins = torch_twins(params)
     ours, theirs = SGD(params, lr=1.0), torch.optim.SGD(twins, lr=1.0)
     our_schedule = ReduceLROnPlateau(ours, mode="max", cooldown=3, threshold_mode="abs", threshold=0.05)
-    torch_schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(theirs, mode="max", cooldown=3,
-                                                                threshold_mode="abs", threshold=0.05)
+    torch_schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        theirs, mode="max", cooldown=3, threshold_mode="abs", threshold=0.05
+    )
     for metric in metrics:
         our_schedule.step(metric)
         torch_schedule.step(metric)
@@ -408,8 +437,14 @@ def test_reduce_lr_on_plateau_max_mode_abs_threshold_and_cooldown_match_torch():
 def test_weight_decay_groups_split_by_dimension():
     weight, bias, gain, embedding = (Parameter(np.zeros(s)) for s in [(8, 4), (4,), (4,), (10, 8)])
     frozen = Parameter(np.zeros((3, 3)), requires_grad=False)
-    named = [("fc.weight", weight), ("fc.bias", bias), ("norm.weight", gain), ("wte.weight", embedding),
-             ("lm_head.weight", embedding), ("frozen", frozen)]  # lm_head tied to wte
+    named = [
+        ("fc.weight", weight),
+        ("fc.bias", bias),
+        ("norm.weight", gain),
+        ("wte.weight", embedding),
+        ("lm_head.weight", embedding),
+        ("frozen", frozen),
+    ]  # lm_head tied to wte
     decay, no_decay = weight_decay_groups(named, weight_decay=0.1)
     assert decay["params"] == [weight, embedding] and decay["weight_decay"] == 0.1
     assert no_decay["params"] == [bias, gain] and no_decay["weight_decay"] == 0.0
@@ -417,10 +452,10 @@ def test_weight_decay_groups_split_by_dimension():
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
 
 
-
 def test_state_dict_survives_a_checkpoint_file(tmp_path):
     """Through tensorlab.serialization (safetensors + JSON): keys become strings, betas a list; loading still works."""
     from tensorlab import serialization
+
     grads = make_grads(np.float32, steps=6)
     straight = make_params(np.float32)
     run(AdamW(adamw_groups(straight), lr=1e-2), straight, grads)

@@ -1,9 +1,11 @@
 """What `pip install -e .` promises: the engine needs NumPy only, and only `tensorlab` is installed."""
+
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +25,7 @@ def test_every_engine_module_imports_with_numpy_alone():
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    assert int(result.stdout) > 50                     # measured: 74 modules
+    assert int(result.stdout) > 50  # measured: 74 modules
 
 
 def test_pyproject_installs_the_engine_with_numpy_and_not_models():

@@ -1,4 +1,5 @@
 """The named text-preparation steps, one by one and composed, and the random-window split they pair with."""
+
 import numpy as np
 import pytest
 
@@ -6,8 +7,10 @@ from models.data import eval_windows, random_window_split, split_tokens
 from models.preprocess import STEPS, preprocess
 from models.tokenizer import END_OF_TEXT
 
-PLAY = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
-        "KING RICHARD III:\nNow is the winter of our discontent\nMade glorious summer by this sun of York;\n")
+PLAY = (
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+    "KING RICHARD III:\nNow is the winter of our discontent\nMade glorious summer by this sun of York;\n"
+)
 
 
 def test_drop_speaker_lines_drops_only_a_paragraphs_first_line_ending_in_a_colon():
@@ -23,8 +26,10 @@ def test_join_lines_leaves_one_line_and_keeps_documents_apart():
 
 
 def test_capitalize_allcaps_changes_all_capital_words_only():
-    assert preprocess("KING RICHARD III: I am, O ROMEO. McDONALD", ["capitalize_allcaps"]) == \
-        "King Richard Iii: I am, O Romeo. McDONALD"
+    assert (
+        preprocess("KING RICHARD III: I am, O ROMEO. McDONALD", ["capitalize_allcaps"])
+        == "King Richard Iii: I am, O Romeo. McDONALD"
+    )
 
 
 def test_keep_sentence_lines_keeps_lines_of_5_to_30_words_over_20_characters():
@@ -34,8 +39,10 @@ def test_keep_sentence_lines_keeps_lines_of_5_to_30_words_over_20_characters():
 
 def test_steps_compose_in_the_order_given():
     out = preprocess(PLAY, ["drop_speaker_lines", "join_lines", "capitalize_allcaps"])
-    assert out == ("Before we proceed any further, hear me speak. Speak, speak. Now is the winter of our "
-                   "discontent Made glorious summer by this sun of York;")
+    assert out == (
+        "Before we proceed any further, hear me speak. Speak, speak. Now is the winter of our "
+        "discontent Made glorious summer by this sun of York;"
+    )
     # the other order keeps the speakers: join_lines first leaves no paragraph to start
     assert "First Citizen:" in preprocess(PLAY, ["join_lines", "drop_speaker_lines"])
     assert preprocess("ROMEO AND", ["lowercase", "capitalize_allcaps"]) == "romeo and"

@@ -5,6 +5,7 @@ compared exactly, for a stop on an evaluation step, a crash that resumes from a 
 step, and a stop on neither, under both the warmup-cosine and the plateau schedule. The
 tiny config has dropout, so the random streams must be restored too.
 """
+
 import json
 from pathlib import Path
 
@@ -19,8 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = str(ROOT / "configs" / "tiny.json")
 STEPS = 24
 RUN = ["--max-steps", STEPS, "--eval-interval", 5, "--checkpoint-interval", 4]  # evals 0 5 10 15 20 24; ckpts 4 8 ..
-SCHEDULES = {"warmup_cosine": [], "plateau": ["--schedule", "plateau", "--lr", 0.05, "--warmup-steps", 3,
-                                              "--plateau-patience", 0, "--min-lr", 0]}
+SCHEDULES = {
+    "warmup_cosine": [],
+    "plateau": ["--schedule", "plateau", "--lr", 0.05, "--warmup-steps", 3, "--plateau-patience", 0, "--min-lr", 0],
+}
 TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 
@@ -29,8 +32,8 @@ class Crash(Exception):
 
 
 STOPS = {  # name: (step, what happens after that step)
-    "eval_step": (15, KeyboardInterrupt),        # Ctrl-C saves latest before step 15's evaluation
-    "checkpoint_step": (14, Crash),              # a crash: the run resumes from latest of step 12
+    "eval_step": (15, KeyboardInterrupt),  # Ctrl-C saves latest before step 15's evaluation
+    "checkpoint_step": (14, Crash),  # a crash: the run resumes from latest of step 12
     "neither": (13, KeyboardInterrupt),
 }
 
@@ -43,8 +46,9 @@ def corpus(tmp_path_factory, corpus_file):
 
 
 def args(corpus, out, schedule):
-    return [str(a) for a in ["--config", TINY, "--data", corpus, "--out", out, "--no-report", *RUN,
-                             *SCHEDULES[schedule]]]
+    return [
+        str(a) for a in ["--config", TINY, "--data", corpus, "--out", out, "--no-report", *RUN, *SCHEDULES[schedule]]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +84,7 @@ def assert_same(a, b, where=""):
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("stop", STOPS)
-def test_a_stopped_and_resumed_run_is_bitwise_the_uninterrupted_one(stop, schedule, uninterrupted, corpus,
-                                                                      tmp_path):
+def test_a_stopped_and_resumed_run_is_bitwise_the_uninterrupted_one(stop, schedule, uninterrupted, corpus, tmp_path):
     at, how = STOPS[stop]
 
     def stop_at(step):
@@ -106,8 +109,9 @@ def test_a_stopped_and_resumed_run_is_bitwise_the_uninterrupted_one(stop, schedu
     a, b = read_checkpoint(out / "checkpoints" / "latest"), read_checkpoint(ref / "checkpoints" / "latest")
     for key in ("model", "optimizer", "schedule", "plateau", "batch_rng", "tensorlab_rng"):
         assert_same(a[key], b[key], key)
-    assert_same(read_checkpoint(out / "checkpoints" / "best")["model"],
-                read_checkpoint(ref / "checkpoints" / "best")["model"])
+    assert_same(
+        read_checkpoint(out / "checkpoints" / "best")["model"], read_checkpoint(ref / "checkpoints" / "best")["model"]
+    )
 
 
 def test_trainer_state_dict_round_trips_through_a_checkpoint(uninterrupted, corpus, tmp_path):
@@ -139,10 +143,14 @@ def test_a_trainer_step_on_the_gpu_fetches_at_most_three_values(cuda, corpus):
     """Between evaluations a step fetches the loss and the clipped norm only (issue 12 allows 3), counted by the
     CuPy stand-in; a step whose per-layer statistics are logged may fetch more."""
     from strict_cupy import cupy_standin
+
     if cuda.xp is not cupy_standin:
         pytest.skip("transfers are counted by the CuPy stand-in; this machine has a real GPU")
-    cfg = train.resolve_config(train.train_parser().parse_args(["--config", TINY, "--device", "cuda",
-                                                                 "--data", str(corpus), "--max-steps", "30"]))
+    cfg = train.resolve_config(
+        train.train_parser().parse_args(
+            ["--config", TINY, "--device", "cuda", "--data", str(corpus), "--max-steps", "30"]
+        )
+    )
     tokenizer, train_ids, val_ids, sha = train.load_data(cfg)
     trainer = Trainer(cfg, Path("unused"), tokenizer, train_ids, val_ids, sha)
     trainer.step()  # the first step fills the per-device constant tables

@@ -1,4 +1,5 @@
 """Tensor.retain_grad(): an intermediate keeps its gradient in .grad after backward, as in PyTorch."""
+
 import numpy as np
 import pytest
 import torch
@@ -36,7 +37,7 @@ def test_intermediate_gradients_match_pytorch_element_by_element():
     np.testing.assert_array_equal(ours[2].grad, 1.0)  # the root keeps the gradient it started from
     # h is used twice (by z and by the loss): its .grad is the sum of both contributions
     _, w2 = ours[3][1], ours[3][2]
-    expected = ours[1].grad @ w2.data.T + 1.0   # dL/dh = dL/dz W2^T + 1
+    expected = ours[1].grad @ w2.data.T + 1.0  # dL/dh = dL/dz W2^T + 1
     np.testing.assert_allclose(ours[0].grad, expected, rtol=1e-12)
 
 

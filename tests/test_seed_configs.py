@@ -1,5 +1,6 @@
 """configs/seed_000..004.json: valid, each the model its report describes, old flat configs still load,
 and seed 004 (TinyStories in its report) trains on any corpus given with --data."""
+
 import ast
 import json
 from dataclasses import fields
@@ -8,20 +9,47 @@ from pathlib import Path
 import pytest
 
 import train
-from models.corpus import load_corpus
 from models.config import ModelConfig
+from models.corpus import load_corpus
 from models.train_config import ConfigError, TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = [f"seed_{i:03d}" for i in range(5)]
 OLD_FLAT_DEFAULT = {  # configs/default.json before the model settings were nested
-    "vocab_size": 500, "pretokenizer": "bytelevel", "val_fraction": 0.1, "seq_len": 128, "d_model": 192,
-    "n_layers": 4, "n_heads": 6, "d_ff": 768, "dropout": 0.0, "pos_encoding": "rope", "tie_weights": True,
-    "activation": "gelu", "bias": True, "norm_eps": 1e-05, "dtype": "float32", "batch_size": 32, "lr": 0.003,
-    "min_lr": 0.0003, "warmup_steps": 100, "schedule": "warmup_cosine", "plateau_factor": 0.5,
-    "plateau_patience": 1, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.99, "grad_clip": 1.0, "seed": 1337,
-    "device": "cpu", "max_steps": 0, "max_minutes": 10.0, "eval_interval": 100, "eval_batches": 0,
-    "early_stopping_patience": 0}
+    "vocab_size": 500,
+    "pretokenizer": "bytelevel",
+    "val_fraction": 0.1,
+    "seq_len": 128,
+    "d_model": 192,
+    "n_layers": 4,
+    "n_heads": 6,
+    "d_ff": 768,
+    "dropout": 0.0,
+    "pos_encoding": "rope",
+    "tie_weights": True,
+    "activation": "gelu",
+    "bias": True,
+    "norm_eps": 1e-05,
+    "dtype": "float32",
+    "batch_size": 32,
+    "lr": 0.003,
+    "min_lr": 0.0003,
+    "warmup_steps": 100,
+    "schedule": "warmup_cosine",
+    "plateau_factor": 0.5,
+    "plateau_patience": 1,
+    "weight_decay": 0.1,
+    "beta1": 0.9,
+    "beta2": 0.99,
+    "grad_clip": 1.0,
+    "seed": 1337,
+    "device": "cpu",
+    "max_steps": 0,
+    "max_minutes": 10.0,
+    "eval_interval": 100,
+    "eval_batches": 0,
+    "early_stopping_patience": 0,
+}
 
 
 @pytest.mark.parametrize("name", SEEDS)
@@ -33,17 +61,35 @@ def test_seed_config_is_valid_and_says_how_it_differs(name):
 
 def test_seed_configs_hold_their_reports_models():
     m = {name: TrainConfig.from_json(ROOT / "configs" / f"{name}.json") for name in SEEDS}
-    assert (m["seed_000"].model.norm, m["seed_000"].model.pos_encoding, m["seed_000"].model.n_heads,
-            m["seed_000"].split) == ("none", "learned", 1, "random_windows")
+    assert (
+        m["seed_000"].model.norm,
+        m["seed_000"].model.pos_encoding,
+        m["seed_000"].model.n_heads,
+        m["seed_000"].split,
+    ) == ("none", "learned", 1, "random_windows")
     assert m["seed_001"].preprocess == ("drop_speaker_lines", "join_lines", "capitalize_allcaps")
-    assert (m["seed_001"].model.context_len, m["seed_001"].model.n_heads, m["seed_001"].model.pos_encoding) == \
-        (50, 1, "sinusoidal")
-    assert (m["seed_002"].model.norm, m["seed_002"].model.norm_position, m["seed_002"].model.activation,
-            m["seed_002"].model.tie_weights) == ("layernorm", "post", "relu", True)
-    assert (m["seed_003"].model.d_model, m["seed_003"].model.norm, m["seed_003"].pretokenizer) == \
-        (256, "rmsnorm", "whitespace")
-    assert (m["seed_004"].model.n_layers, m["seed_004"].model.d_model, m["seed_004"].model.dropout,
-            m["seed_004"].data) == (6, 512, 0.1, None)
+    assert (m["seed_001"].model.context_len, m["seed_001"].model.n_heads, m["seed_001"].model.pos_encoding) == (
+        50,
+        1,
+        "sinusoidal",
+    )
+    assert (
+        m["seed_002"].model.norm,
+        m["seed_002"].model.norm_position,
+        m["seed_002"].model.activation,
+        m["seed_002"].model.tie_weights,
+    ) == ("layernorm", "post", "relu", True)
+    assert (m["seed_003"].model.d_model, m["seed_003"].model.norm, m["seed_003"].pretokenizer) == (
+        256,
+        "rmsnorm",
+        "whitespace",
+    )
+    assert (
+        m["seed_004"].model.n_layers,
+        m["seed_004"].model.d_model,
+        m["seed_004"].model.dropout,
+        m["seed_004"].data,
+    ) == (6, 512, 0.1, None)
 
 
 def test_no_setting_is_declared_twice():
@@ -77,16 +123,44 @@ def test_seed_004_trains_on_a_generated_story_directory(tmp_path, capsys):
     for i in range(60):
         (stories / f"{i:03d}.txt").write_text(
             f"Once upon a time, {names[i % 5]} found a {things[(i // 5) % 5]}. {names[i % 5]} was happy and "
-            f"played all day with the {things[(i // 5) % 5]} and a friend.\n")
-    status = train.main(["--config", str(ROOT / "configs" / "seed_004.json"), "--data", str(stories),
-                         "--out", str(tmp_path / "run"), "--vocab-size", "320", "--batch-size", "2",
-                         "--d-model", "32", "--n-heads", "2", "--d-ff", "64", "--n-layers", "2",
-                         "--max-steps", "2", "--eval-interval", "2", "--eval-batches", "1"])
+            f"played all day with the {things[(i // 5) % 5]} and a friend.\n"
+        )
+    status = train.main(
+        [
+            "--config",
+            str(ROOT / "configs" / "seed_004.json"),
+            "--data",
+            str(stories),
+            "--out",
+            str(tmp_path / "run"),
+            "--vocab-size",
+            "320",
+            "--batch-size",
+            "2",
+            "--d-model",
+            "32",
+            "--n-heads",
+            "2",
+            "--d-ff",
+            "64",
+            "--n-layers",
+            "2",
+            "--max-steps",
+            "2",
+            "--eval-interval",
+            "2",
+            "--eval-batches",
+            "1",
+        ]
+    )
     assert status == 0, capsys.readouterr().err[-800:]
     samples = (tmp_path / "run" / "samples.txt").read_text()
     assert "ROMEO" not in samples and "Citizen" not in samples
-    prompts = [line[len("=== prompt "):line.rindex(", temperature")] for line in samples.splitlines()
-               if line.startswith("=== prompt")]
+    prompts = [
+        line[len("=== prompt ") : line.rindex(", temperature")]
+        for line in samples.splitlines()
+        if line.startswith("=== prompt")
+    ]
     corpus = load_corpus(stories)
     assert prompts and all(ast.literal_eval(p) in corpus for p in prompts), prompts  # repr'd in samples.txt
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())

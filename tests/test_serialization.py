@@ -1,4 +1,5 @@
 """Checkpoint files: one safetensors file, pickle-free, checksummed, written atomically and durably."""
+
 import json
 import os
 import pickle
@@ -18,10 +19,14 @@ from tensorlab.serialization import CheckpointError
 
 def nested_state():
     rng = np.random.default_rng(0)
-    return {"model": {"w": rng.standard_normal((3, 4)).astype(np.float32), "b": np.arange(4)},
-            "model_config": {"d_model": 4},
-            "optim": {"state": [{"m": rng.standard_normal(2), "step": 3}], "lr": 0.1},
-            "step": 7, "name": "run", "rng": {"state": {"state": 2**100, "inc": 5}}}
+    return {
+        "model": {"w": rng.standard_normal((3, 4)).astype(np.float32), "b": np.arange(4)},
+        "model_config": {"d_model": 4},
+        "optim": {"state": [{"m": rng.standard_normal(2), "step": 3}], "lr": 0.1},
+        "step": 7,
+        "name": "run",
+        "rng": {"state": {"state": 2**100, "inc": 5}},
+    }
 
 
 def small_model(**overrides):
@@ -47,17 +52,20 @@ def test_a_checkpoint_loads_into_the_pytorch_twin_with_safetensors_torch(tmp_pat
     import torch
 
     from models.torch_model import TorchTinyLM
+
     model = small_model(dtype="float64")
     optimizer = AdamW(model.parameters(), lr=0.1)
     x = np.random.default_rng(1).integers(0, 37, size=(2, 8))
     model(x, x)[1].backward()
     optimizer.step()
-    save_checkpoint(tmp_path / "latest", {"model": model.state_dict(), "model_config": model.config.to_dict(),
-                                          "optimizer": optimizer.state_dict()})
+    save_checkpoint(
+        tmp_path / "latest",
+        {"model": model.state_dict(), "model_config": model.config.to_dict(), "optimizer": optimizer.state_dict()},
+    )
     twin = TorchTinyLM(model.config).to(torch.float64)
     tensors = safetensors.torch.load_file(tmp_path / "latest.safetensors")
     result = twin.load_state_dict(tensors, strict=False)
-    assert result.missing_keys == []                                   # every twin weight is in the file, by name
+    assert result.missing_keys == []  # every twin weight is in the file, by name
     assert all(k.startswith("optimizer/") for k in result.unexpected_keys) and result.unexpected_keys
     logits = twin(torch.from_numpy(x))[0].detach().numpy()
     np.testing.assert_allclose(logits, model(x)[0].numpy(), rtol=0, atol=1e-12)  # achieved: ~1e-15
@@ -71,7 +79,7 @@ def test_a_changed_byte_or_a_truncated_file_is_reported_with_its_name(tmp_path):
     save_checkpoint(tmp_path / "ckpt", nested_state())
     path = tmp_path / "ckpt.safetensors"
     data = bytearray(path.read_bytes())
-    data[-3] ^= 1                                                      # one bit of one weight
+    data[-3] ^= 1  # one bit of one weight
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="ckpt.safetensors is damaged"):
         read_checkpoint(tmp_path / "ckpt")
@@ -88,11 +96,18 @@ def test_a_pickle_or_an_object_array_is_refused_naming_the_file(tmp_path):
         read_checkpoint(tmp_path / "evil")
     import hashlib
     import io
+
     buffer = io.BytesIO()
-    np.savez(buffer, **{"model/w": np.array([{"a": 1}], dtype=object)})     # the old format, with an object array
+    np.savez(buffer, **{"model/w": np.array([{"a": 1}], dtype=object)})  # the old format, with an object array
     (tmp_path / "old.npz").write_bytes(buffer.getvalue())
-    (tmp_path / "old.json").write_text(json.dumps({"npz_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
-                                                   "state": {"model": {"w": {"__array__": "model/w"}}}}))
+    (tmp_path / "old.json").write_text(
+        json.dumps(
+            {
+                "npz_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+                "state": {"model": {"w": {"__array__": "model/w"}}},
+            }
+        )
+    )
     with pytest.raises(CheckpointError, match="old.npz holds something other than plain arrays"):
         read_checkpoint(tmp_path / "old")
 
@@ -100,14 +115,20 @@ def test_a_pickle_or_an_object_array_is_refused_naming_the_file(tmp_path):
 def test_old_npz_and_json_checkpoints_still_load(tmp_path):
     import hashlib
     import io
+
     model = small_model()
     arrays = {f"model/{k}": v for k, v in model.state_dict().items()}
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     (tmp_path / "latest.npz").write_bytes(buffer.getvalue())
-    meta = {"npz_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(), "npz_bytes": len(buffer.getvalue()),
-            "state": {"model": {k: {"__array__": f"model/{k}"} for k in model.state_dict()},
-                      "model_config": model.config.to_dict()}}
+    meta = {
+        "npz_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+        "npz_bytes": len(buffer.getvalue()),
+        "state": {
+            "model": {k: {"__array__": f"model/{k}"} for k in model.state_dict()},
+            "model_config": model.config.to_dict(),
+        },
+    }
     (tmp_path / "latest.json").write_text(json.dumps(meta))
     other = small_model()
     for p in other.parameters():
@@ -124,8 +145,9 @@ def test_non_finite_weights_are_never_written_and_never_loaded(tmp_path):
     name = list(bad)[3]
     bad[name] = bad[name].copy()
     bad[name].flat[2] = np.nan
-    with pytest.raises(CheckpointError, match=f"refusing to write .*bad.safetensors: parameter {name} holds "
-                                              f"non-finite values"):
+    with pytest.raises(
+        CheckpointError, match=f"refusing to write .*bad.safetensors: parameter {name} holds non-finite values"
+    ):
         save_checkpoint(tmp_path / "bad", dict(state, model=bad))
     assert not (tmp_path / "bad.safetensors").exists()
     tensors, meta = serialization.load(tmp_path / "good.safetensors")  # forge one past the writer's guard
@@ -138,8 +160,9 @@ def test_non_finite_weights_are_never_written_and_never_loaded(tmp_path):
 def test_write_is_fsynced_renamed_then_the_directory_fsynced(tmp_path, monkeypatch):
     events = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", stat.S_ISDIR(os.fstat(fd).st_mode))),
-                                                 real_fsync(fd)))
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: (events.append(("fsync", stat.S_ISDIR(os.fstat(fd).st_mode))), real_fsync(fd))
+    )
     monkeypatch.setattr(os, "replace", lambda a, b: (events.append(("replace", None)), real_replace(a, b)))
     serialization.write_atomically(tmp_path / "f.txt", b"hello")
     assert events == [("fsync", False), ("replace", None), ("fsync", True)]
@@ -161,7 +184,7 @@ def test_a_crash_mid_write_keeps_the_old_file_and_the_leftover_is_cleaned_up(tmp
         raise SystemExit("killed")  # stands for a kill between the temporary file and the rename
 
     monkeypatch.setattr(os, "replace", crash)
-    monkeypatch.setattr(os, "unlink", lambda *a, **k: None)       # a kill runs no cleanup
+    monkeypatch.setattr(os, "unlink", lambda *a, **k: None)  # a kill runs no cleanup
     monkeypatch.setattr(type(tmp_path), "unlink", lambda *a, **k: None)
     with pytest.raises(SystemExit):
         serialization.write_atomically(tmp_path / "latest", b"new")

@@ -1,12 +1,13 @@
 """Tensor and the backward walk: dtypes, gradient accumulation, graph lifetime, no_grad, operators."""
+
 import numpy as np
 import pytest
 import torch
+from reference import check_against_torch
 
 import tensorlab
 import tensorlab.functional as F
 from tensorlab import backend as tl_backend
-from reference import check_against_torch
 
 
 def host(array):
@@ -15,12 +16,23 @@ def host(array):
 
 # ----- making tensors ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, dtype", [
-    (1.5, np.float32), ([1.0, 2.0], np.float32), ([1, 2.5], np.float32), ([[1.0], [2.0]], np.float32),
-    (3, np.int64), ([1, 2, 3], np.int64), ([True, False], np.bool_),
-    (np.zeros(2, np.float64), np.float64), (np.zeros(2, np.float16), np.float16),
-    (np.zeros(2, np.int32), np.int32), (np.float64(2.0), np.float64),
-])
+
+@pytest.mark.parametrize(
+    "data, dtype",
+    [
+        (1.5, np.float32),
+        ([1.0, 2.0], np.float32),
+        ([1, 2.5], np.float32),
+        ([[1.0], [2.0]], np.float32),
+        (3, np.int64),
+        ([1, 2, 3], np.int64),
+        ([True, False], np.bool_),
+        (np.zeros(2, np.float64), np.float64),
+        (np.zeros(2, np.float16), np.float16),
+        (np.zeros(2, np.int32), np.int32),
+        (np.float64(2.0), np.float64),
+    ],
+)
 def test_tensor_dtype_defaults(data, dtype, backend):
     """Python floats -> float32, Python ints -> int64, arrays (and NumPy scalars) keep their dtype."""
     t = tensorlab.tensor(data, device=backend.device)
@@ -49,6 +61,7 @@ def test_requires_grad_on_an_integer_tensor_is_an_error(backend):
 
 
 # ----- gradients: shape, dtype, accumulation, what keeps .grad --------------------------------
+
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_grad_has_the_shape_and_dtype_of_the_data(dtype, backend):
@@ -110,12 +123,14 @@ def test_backward_with_an_explicit_gradient_of_another_dtype_is_cast(backend):
 
 def test_a_shared_subexpression_and_a_reused_leaf_get_all_their_gradient(backend):
     """Diamonds in the graph: gradients from every path add up (compared with PyTorch)."""
+
     def build(x, w):
-        h = x * w               # used three times below
+        h = x * w  # used three times below
         return (h * h + h) * x + h / (w * w + 1.0)
 
-    check_against_torch(build, build, [np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.3, -0.7])],
-                        device=backend.device, name="diamond")
+    check_against_torch(
+        build, build, [np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.3, -0.7])], device=backend.device, name="diamond"
+    )
 
 
 def test_an_unused_output_of_a_multi_output_op_gets_a_zero_gradient(backend):
@@ -131,13 +146,14 @@ def test_leaf_gradients_are_never_the_same_array(backend):
     b = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
     (a + b).sum().backward()
     assert a.grad is not b.grad
-    (a * 5.0).sum().backward()            # a later backward into a alone
+    (a * 5.0).sum().backward()  # a later backward into a alone
     np.testing.assert_array_equal(host(a.grad), [6.0, 6.0, 6.0])
     np.testing.assert_array_equal(host(b.grad), [1.0, 1.0, 1.0])
 
 
 def test_a_function_instance_called_twice_says_to_make_a_new_one(backend):
     from tensorlab.ops.elementwise import Exp
+
     a = tensorlab.tensor(np.array([0.5, 1.0]), requires_grad=True, device=backend.device)
     b = tensorlab.tensor(np.array([-1.0, 2.0]), requires_grad=True, device=backend.device)
     op = Exp()
@@ -152,31 +168,38 @@ def test_a_function_instance_called_twice_says_to_make_a_new_one(backend):
 
 def test_a_released_function_instance_cannot_be_called_again(backend):
     from tensorlab.ops.elementwise import Exp
+
     op = Exp()
     x = tensorlab.tensor(np.array([0.5]), requires_grad=True, device=backend.device)
-    op(x).sum().backward()                 # backward releases op (clears what it saved)
+    op(x).sum().backward()  # backward releases op (clears what it saved)
     with pytest.raises(RuntimeError, match="already called once"):
         op(x)
 
 
-@pytest.mark.parametrize("index, axis, bad", [
-    ([0, 5], 0, 5),                         # 3 rows: CuPy's take would return rows 0 and 2
-    (np.array([[0, -4]]), 0, -4),
-    ((Ellipsis, [1, 4]), 2, 4),
-    ((0, None, [1, 2]), 1, 2),
-    ((slice(None), np.array([0, 1]), np.array([3, -5])), 2, -5),
-])
+@pytest.mark.parametrize(
+    "index, axis, bad",
+    [
+        ([0, 5], 0, 5),  # 3 rows: CuPy's take would return rows 0 and 2
+        (np.array([[0, -4]]), 0, -4),
+        ((Ellipsis, [1, 4]), 2, 4),
+        ((0, None, [1, 2]), 1, 2),
+        ((slice(None), np.array([0, 1]), np.array([3, -5])), 2, -5),
+    ],
+)
 def test_integer_array_indices_out_of_bounds_are_an_error_on_every_backend(index, axis, bad, backend):
     x = tensorlab.tensor(np.arange(24.0).reshape(3, 2, 4), requires_grad=True, device=backend.device)
     size = x.shape[axis]
-    with pytest.raises(IndexError, match=rf"^getitem: index {bad} is out of bounds for axis {axis} of size {size} "
-                                         rf"\(x has shape \(3, 2, 4\)\)"):
+    with pytest.raises(
+        IndexError,
+        match=rf"^getitem: index {bad} is out of bounds for axis {axis} of size {size} "
+        rf"\(x has shape \(3, 2, 4\)\)",
+    ):
         x[index]
 
 
 def test_integer_array_indices_in_bounds_including_negative_ones_work(backend):
     x = tensorlab.tensor(np.arange(24.0).reshape(3, 2, 4), requires_grad=True, device=backend.device)
-    y = x[(np.array([[True, False]] * 3), [3, -4, 0])]   # a mask over two axes, then ids on the last
+    y = x[(np.array([[True, False]] * 3), [3, -4, 0])]  # a mask over two axes, then ids on the last
     np.testing.assert_array_equal(host(y.data), np.arange(24.0).reshape(3, 2, 4)[:, 0][[0, 1, 2], [3, 0, 0]])
     np.testing.assert_array_equal(host(x[[-3, 2]].data), np.arange(24.0).reshape(3, 2, 4)[[0, 2]])
 
@@ -197,6 +220,7 @@ def test_gelu_of_a_0d_tensor_keeps_shape_and_backward_works(approximate, dtype, 
 def test_grad_mode_is_per_thread():
     """no_grad() in one thread must not turn off recording in another (as in PyTorch)."""
     import threading
+
     inside, seen = threading.Event(), {}
     done = threading.Event()
 
@@ -204,6 +228,7 @@ def test_grad_mode_is_per_thread():
         with tensorlab.no_grad():
             inside.set()
             done.wait(5)
+
     thread = threading.Thread(target=worker)
     thread.start()
     inside.wait(5)
@@ -215,6 +240,7 @@ def test_grad_mode_is_per_thread():
 
     def check_other_thread_starts_enabled():
         seen["other"] = tensorlab.is_grad_enabled()
+
     with tensorlab.no_grad():
         other = threading.Thread(target=check_other_thread_starts_enabled)
         other.start()
@@ -223,6 +249,7 @@ def test_grad_mode_is_per_thread():
 
 
 # ----- graph lifetime --------------------------------------------------------------------------
+
 
 def test_the_graph_is_released_after_backward(backend):
     x = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
@@ -253,6 +280,7 @@ def test_a_chain_of_100000_ops_backprops_without_recursion(backend):
 
 
 # ----- no_grad, detach, leaving the graph -------------------------------------------------------
+
 
 def test_no_grad_records_no_graph(backend):
     x = tensorlab.tensor(np.ones(3), requires_grad=True, device=backend.device)
@@ -335,7 +363,7 @@ OPERATORS = {
     "int-times-x": lambda x, a, m: 3 * x,
     "x-over-scalar": lambda x, a, m: x / 4.0,
     "one-over-x": lambda x, a, m: 1 / x,
-    "x-squared": lambda x, a, m: x ** 2,
+    "x-squared": lambda x, a, m: x**2,
     "x-to-a-fraction": lambda x, a, m: (x * x + 1.0) ** 1.5,
     "neg": lambda x, a, m: -x,
     "array-times-x": lambda x, a, m: a * x,
@@ -353,20 +381,35 @@ def test_operators_with_python_scalars_and_numpy_arrays(name, dtype, backend):
     """Values and gradients as PyTorch; float32 stays float32 (a Python scalar never upcasts)."""
     expression = OPERATORS[name]
     a, m = A.astype(dtype), M.astype(dtype)
-    out, _ = check_against_torch(lambda x: expression(x, a, m),
-                                 lambda x: expression(x, torch.from_numpy(a), torch.from_numpy(m)),
-                                 [A], dtype=dtype, device=backend.device, name=name)
+    out, _ = check_against_torch(
+        lambda x: expression(x, a, m),
+        lambda x: expression(x, torch.from_numpy(a), torch.from_numpy(m)),
+        [A],
+        dtype=dtype,
+        device=backend.device,
+        name=name,
+    )
     assert isinstance(out[0], tensorlab.Tensor)
 
 
 def test_x_matmul_y_and_tensor_methods(backend):
     def methods(x, y):
         z = (x @ y).T.reshape(2, 2, 2).transpose(1, 0, 2).swapaxes(0, 2).reshape((8,))
-        return z.exp().sum() + z.tanh().mean() + z.sigmoid().max() + z.relu().sum(axis=0) + (z * z + 1.0).sqrt().log().sum()
+        return (
+            z.exp().sum()
+            + z.tanh().mean()
+            + z.sigmoid().max()
+            + z.relu().sum(axis=0)
+            + (z * z + 1.0).sqrt().log().sum()
+        )
 
-    check_against_torch(methods, lambda x, y: _torch_methods(x, y),
-                        [np.arange(8.0).reshape(4, 2) / 8, np.array([[0.5, -1.0], [2.0, 0.25]])],
-                        device=backend.device, name="methods")
+    check_against_torch(
+        methods,
+        lambda x, y: _torch_methods(x, y),
+        [np.arange(8.0).reshape(4, 2) / 8, np.array([[0.5, -1.0], [2.0, 0.25]])],
+        device=backend.device,
+        name="methods",
+    )
 
 
 def _torch_methods(x, y):

@@ -1,6 +1,5 @@
 """Tests for models/tokenizer.py: exact round trips, vocabulary size, saving, byte counts."""
 
-
 import numpy as np
 import pytest
 from tokenizers import pre_tokenizers
@@ -15,7 +14,7 @@ def first_difference(a: str, b: str):
     if a == b:
         return None
     i = next((k for k, (ca, cb) in enumerate(zip(a, b)) if ca != cb), min(len(a), len(b)))
-    return i, a[i:i + 20], b[i:i + 20]
+    return i, a[i : i + 20], b[i : i + 20]
 
 
 @pytest.fixture(scope="module")

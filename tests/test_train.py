@@ -1,4 +1,5 @@
 """train.py end to end, in-process through main(argv), on tiny configs and the 64 KB test corpus (tests/data)."""
+
 import json
 import math
 import os
@@ -25,8 +26,18 @@ from tensorlab.optim import AdamW, WarmupCosine
 ROOT = Path(__file__).resolve().parent.parent
 TINY = str(ROOT / "configs" / "tiny.json")
 STEPS = 24  # tiny.json evaluates every 10 steps, so runs end between evaluations
-METRIC_KEYS = {"step", "train_loss", "val_loss", "perplexity", "bits_per_byte", "lr", "tokens_per_s", "grad_norm",
-               "layer_grad_norm", "layer_update_ratio"}
+METRIC_KEYS = {
+    "step",
+    "train_loss",
+    "val_loss",
+    "perplexity",
+    "bits_per_byte",
+    "lr",
+    "tokens_per_s",
+    "grad_norm",
+    "layer_grad_norm",
+    "layer_update_ratio",
+}
 TIMING_KEYS = {"tokens_per_s", "elapsed_s"}
 
 
@@ -69,13 +80,27 @@ def without_timing(rows):
 
 # ----- a run writes every output ------------------------------------------------------------------------
 
+
 def test_a_run_writes_every_output(run_dir):
-    for name in ("config.json", "tokenizer.json", "metrics.jsonl", "report.md", "samples.txt", "topk.md",
-                 "checkpoints/latest.safetensors", "checkpoints/best.safetensors",
-                 "checkpoints/snapshot_step000000.safetensors",
-                 "figures/loss_curves.png", "figures/val_perplexity.png", "figures/attention_layer0.png",
-                 "figures/attention_layer1.png", "figures/attention_evolution.png", "figures/token_frequency.png",
-                 "figures/layer_grad_norms.png", "figures/layer_update_ratios.png"):
+    for name in (
+        "config.json",
+        "tokenizer.json",
+        "metrics.jsonl",
+        "report.md",
+        "samples.txt",
+        "topk.md",
+        "checkpoints/latest.safetensors",
+        "checkpoints/best.safetensors",
+        "checkpoints/snapshot_step000000.safetensors",
+        "figures/loss_curves.png",
+        "figures/val_perplexity.png",
+        "figures/attention_layer0.png",
+        "figures/attention_layer1.png",
+        "figures/attention_evolution.png",
+        "figures/token_frequency.png",
+        "figures/layer_grad_norms.png",
+        "figures/layer_update_ratios.png",
+    ):
         assert (run_dir / name).is_file() and (run_dir / name).stat().st_size > 0, name
     assert json.loads((run_dir / "config.json").read_text())["max_steps"] == STEPS
     assert BPETokenizer.load(run_dir / "tokenizer.json").vocab_size == 300
@@ -119,6 +144,7 @@ def test_samples_and_topk_table(run_dir):
 
 # ----- repeatability and exact resume --------------------------------------------------------------------
 
+
 def test_the_same_seed_gives_the_same_run(run_dir, corpus, tmp_path, capsys):
     status, _, _ = run_main(tiny_args(corpus, tmp_path / "again"), capsys)
     assert status == 0
@@ -127,8 +153,9 @@ def test_the_same_seed_gives_the_same_run(run_dir, corpus, tmp_path, capsys):
     assert all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(run_dir, corpus, tmp_path, capsys,
-                                                                             monkeypatch):
+def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(
+    run_dir, corpus, tmp_path, capsys, monkeypatch
+):
     def interrupt_at_13(step):
         if step == 13:
             raise KeyboardInterrupt
@@ -175,24 +202,25 @@ def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
 
 # ----- the learning-rate schedule ----------------------------------------------------------------------
 
+
 def test_warmup_counts_steps_and_the_cosine_ends_when_time_runs_out():
     cfg = TrainConfig(lr=1e-3, min_lr=1e-4, warmup_steps=100, max_steps=0, max_minutes=10)
-    assert horizon(cfg, 0, 0.0) >= 10 ** 9                                # no estimate before the first step
+    assert horizon(cfg, 0, 0.0) >= 10**9  # no estimate before the first step
     optimizer = AdamW([tensorlab.tensor([1.0], requires_grad=True)], lr=cfg.lr)
     schedule = WarmupCosine(cfg.lr, cfg.min_lr, cfg.warmup_steps, horizon(cfg, 0, 0.0), optimizer)
     for step in range(1, 51):
-        schedule.step(horizon(cfg, step, elapsed_s=10.0 * step))          # 10 s a step: 60 steps fit
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(5e-4)         # still warming up, in steps
-    assert schedule.max_steps == 100                                      # the horizon never precedes warmup's end
+        schedule.step(horizon(cfg, step, elapsed_s=10.0 * step))  # 10 s a step: 60 steps fit
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(5e-4)  # still warming up, in steps
+    assert schedule.max_steps == 100  # the horizon never precedes warmup's end
     for step in range(51, 501):
         schedule.step(horizon(cfg, step, elapsed_s=step * 300.0 / 450))  # faster now: 900 steps fit
     assert schedule.max_steps == 900
     assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-4 + 0.9e-3 * 0.5)  # halfway down the cosine
     state = schedule.state_dict()
-    again = WarmupCosine(cfg.lr, cfg.min_lr, cfg.warmup_steps, 10 ** 9, optimizer)
-    again.load_state_dict(state)                                          # a resumed run keeps the horizon
+    again = WarmupCosine(cfg.lr, cfg.min_lr, cfg.warmup_steps, 10**9, optimizer)
+    again.load_state_dict(state)  # a resumed run keeps the horizon
     assert again.max_steps == 900 and again.last_step == 500
-    again.step(horizon(cfg, 501, elapsed_s=600.0))                         # time is up at step 501
+    again.step(horizon(cfg, 501, elapsed_s=600.0))  # time is up at step 501
     assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)
 
 
@@ -204,9 +232,27 @@ def test_max_steps_sets_the_horizon_unless_time_runs_out_first():
 
 def test_plateau_halves_the_lr_and_early_stopping_ends_the_run(corpus, tmp_path, capsys):
     out = tmp_path / "run"  # lr 0.9 without warmup: the val loss jumps up and stays above its start
-    status, _, _ = run_main(tiny_args(corpus, out, "--eval-interval", 2, "--warmup-steps", 0, "--lr", 0.9,
-                                      "--min-lr", 0, "--schedule", "plateau", "--plateau-patience", 0,
-                                      "--early-stopping-patience", 3), capsys)
+    status, _, _ = run_main(
+        tiny_args(
+            corpus,
+            out,
+            "--eval-interval",
+            2,
+            "--warmup-steps",
+            0,
+            "--lr",
+            0.9,
+            "--min-lr",
+            0,
+            "--schedule",
+            "plateau",
+            "--plateau-patience",
+            0,
+            "--early-stopping-patience",
+            3,
+        ),
+        capsys,
+    )
     assert status == 0
     rows = read_metrics(out)
     assert [r["step"] for r in rows] == [0, 2, 4, 6]
@@ -216,20 +262,24 @@ def test_plateau_halves_the_lr_and_early_stopping_ends_the_run(corpus, tmp_path,
 
 # ----- evaluation -----------------------------------------------------------------------------------------
 
+
 def test_bits_per_byte_is_total_nll_in_bits_over_utf8_bytes():
     text = "To be, or not to be: où est-il? That is the question.\n"  # ù is two bytes
     tokenizer = BPETokenizer.train(text * 20, vocab_size=270)
     ids = tokenizer.encode(text)
     tensorlab.manual_seed(0)
-    model = TinyTransformerLM(ModelConfig(vocab_size=tokenizer.vocab_size, context_len=8, d_model=16, n_layers=1,
-                                          n_heads=2, d_ff=32, dropout=0.0))
+    model = TinyTransformerLM(
+        ModelConfig(
+            vocab_size=tokenizer.vocab_size, context_len=8, d_model=16, n_layers=1, n_heads=2, d_ff=32, dropout=0.0
+        )
+    )
     result = evaluate(model, ids, tokenizer, batch_size=3)
 
     total_nll, n_predicted = 0.0, 0
     for start in range(0, len(ids) - 1, 8):  # non-overlapping windows, each token predicted once
-        x = ids[start:min(start + 8, len(ids) - 1)]
-        y = ids[start + 1:start + 1 + len(x)]
-        logits = model(x[None, :])[0].numpy()[0].astype(np.float64)              # (t, V)
+        x = ids[start : min(start + 8, len(ids) - 1)]
+        y = ids[start + 1 : start + 1 + len(x)]
+        logits = model(x[None, :])[0].numpy()[0].astype(np.float64)  # (t, V)
         log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
         total_nll -= log_probs[np.arange(len(y)), y].sum()
         n_predicted += len(y)
@@ -249,8 +299,7 @@ def test_eval_subcommand_matches_the_final_full_evaluation(run_dir, capsys):
 
 
 def test_generate_subcommand_continues_the_prompt(run_dir, capsys):
-    status, out, _ = run_main(["generate", run_dir, "--prompt", "ROMEO:", "--max-new-tokens", 20, "--top-k", 5],
-                              capsys)
+    status, out, _ = run_main(["generate", run_dir, "--prompt", "ROMEO:", "--max-new-tokens", 20, "--top-k", 5], capsys)
     assert status == 0 and out.startswith("ROMEO:") and len(out) > len("ROMEO:") + 5
 
 
@@ -271,6 +320,7 @@ def test_sweep_trains_each_config_and_compares_them(corpus, tmp_path, capsys):
 
 # ----- bad input: one line on stderr, a nonzero status, no run directory -----------------------------------
 
+
 def assert_one_line_error(status, err, *fragments):
     lines = [line for line in err.splitlines() if line.strip()]
     assert status != 0 and len(lines) == 1, err
@@ -279,14 +329,17 @@ def assert_one_line_error(status, err, *fragments):
         assert fragment in lines[0]
 
 
-@pytest.mark.parametrize("flags, fragment", [
-    (["--d-model", "abc"], "--d-model"),
-    (["--schedule", "linear"], "--schedule"),
-    (["--dropout", "1.5"], "dropout"),
-    (["--d-model", "30", "--n-heads", "4"], "divisible"),
-    (["--max-steps", "0", "--max-minutes", "0"], "never end"),
-    (["--no-such-flag"], "--no-such-flag"),
-])
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        (["--d-model", "abc"], "--d-model"),
+        (["--schedule", "linear"], "--schedule"),
+        (["--dropout", "1.5"], "dropout"),
+        (["--d-model", "30", "--n-heads", "4"], "divisible"),
+        (["--max-steps", "0", "--max-minutes", "0"], "never end"),
+        (["--no-such-flag"], "--no-such-flag"),
+    ],
+)
 def test_a_wrong_flag_value(flags, fragment, corpus, tmp_path, capsys):
     status, _, err = run_main(tiny_args(corpus, tmp_path / "run", *flags), capsys)
     assert_one_line_error(status, err, fragment)
@@ -361,9 +414,11 @@ def test_eval_and_generate_of_something_that_is_not_a_run(tmp_path, capsys):
 
 # ----- issue 9: bookkeeping, sweeps, permissions, host transfers ------------------------------------------
 
+
 def test_run_outputs_have_ordinary_permissions(run_dir):
-    modes = {p.relative_to(run_dir).as_posix(): oct(p.stat().st_mode & 0o777) for p in run_dir.rglob("*")
-             if p.is_file()}
+    modes = {
+        p.relative_to(run_dir).as_posix(): oct(p.stat().st_mode & 0o777) for p in run_dir.rglob("*") if p.is_file()
+    }
     assert set(modes.values()) == {oct(0o666 & ~current_umask())}, modes
 
 
@@ -373,9 +428,11 @@ def current_umask():
     return mask
 
 
-def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consistent(run_dir, corpus, tmp_path, capsys,
-                                                                                   monkeypatch):
+def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consistent(
+    run_dir, corpus, tmp_path, capsys, monkeypatch
+):
     import models.trainer
+
     real_save = models.trainer.save_checkpoint
 
     def ctrl_c_inside_best_at_20(path, state):
@@ -388,10 +445,10 @@ def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consisten
     status, _, _ = run_main(tiny_args(corpus, out, "--no-report"), capsys)
     assert status == 130
     latest, best = read_checkpoint(out / "checkpoints" / "latest"), read_checkpoint(out / "checkpoints" / "best")
-    assert best["step"] == latest["progress"]["best_step"] == 10            # progress names the best that exists
+    assert best["step"] == latest["progress"]["best_step"] == 10  # progress names the best that exists
     assert best["val_loss"] == latest["progress"]["best_val_loss"]
     monkeypatch.undo()
-    assert run_main(["--resume", out, "--no-report"], capsys)[0] == 0       # redoes step 20's evaluation
+    assert run_main(["--resume", out, "--no-report"], capsys)[0] == 0  # redoes step 20's evaluation
     a, b = read_checkpoint(out / "checkpoints" / "best"), read_checkpoint(run_dir / "checkpoints" / "best")
     assert a["step"] == b["step"] and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
     assert without_timing(read_metrics(out)) == without_timing(read_metrics(run_dir))
@@ -400,13 +457,15 @@ def test_a_second_ctrl_c_inside_the_best_save_leaves_best_and_progress_consisten
 def test_per_layer_statistics_are_computed_only_for_logged_steps(corpus, tmp_path, capsys, monkeypatch):
     """Host transfers: a step between evaluations fetches the loss alone (.item()) and no per-layer statistics."""
     import models.trainer
+
     calls, items = [], []
     real_norms, real_item = models.trainer.grad_norms, tensorlab.Tensor.item
     monkeypatch.setattr(models.trainer, "grad_norms", lambda groups: (calls.append(1), real_norms(groups))[1])
     monkeypatch.setattr(tensorlab.Tensor, "item", lambda self: (items.append(1), real_item(self))[1])
     after_step = []
-    status, _, _ = run_main(tiny_args(corpus, tmp_path / "run", "--no-report"), capsys,
-                            on_step=lambda step: after_step.append(len(items)))
+    status, _, _ = run_main(
+        tiny_args(corpus, tmp_path / "run", "--no-report"), capsys, on_step=lambda step: after_step.append(len(items))
+    )
     assert status == 0 and len(after_step) == STEPS
     assert len(calls) == 3  # the steps shown by the rows of steps 10, 20 and 24 (the last)
     fetches = np.diff(after_step)  # .item() calls from one step's end to the next's: step s+1, and eval at s if due
@@ -432,19 +491,20 @@ def test_an_interrupted_sweep_continues_and_skips_finished_configs(corpus, tmp_p
     assert (out / "narrow" / "report.md").is_file() and not (out / "wide" / "report.md").exists()
     steps.clear()
     assert run_main(argv, capsys, on_step=steps.append)[0] == 0
-    assert steps == [5, 6, 7, 8, 9, 10]          # narrow is not trained again; wide goes on from step 4
+    assert steps == [5, 6, 7, 8, 9, 10]  # narrow is not trained again; wide goes on from step 4
     table = (out / "sweep.md").read_text()
     assert "| narrow |" in table and "| wide |" in table
 
 
 @pytest.mark.parametrize("saved", ["before the draw counts", "with the draw counts"])
 def test_resume_of_a_gpu_run_saved_before_the_draw_counts_says_in_one_line_that_dropout_differs(
-        saved, run_dir, tmp_path, capsys):
+    saved, run_dir, tmp_path, capsys
+):
     out = tmp_path / "copy"
     shutil.copytree(run_dir, out)
     path = out / "checkpoints" / "latest.safetensors"
     tensors, meta = serialization.load(path)
-    if saved == "before the draw counts":   # tensorlab_rng as it was: {"seed", "cpu", "gpu_used"}
+    if saved == "before the draw counts":  # tensorlab_rng as it was: {"seed", "cpu", "gpu_used"}
         del meta["tensorlab_rng"]["device_draws"]
         meta["tensorlab_rng"]["gpu_used"] = True
     else:
@@ -453,6 +513,11 @@ def test_resume_of_a_gpu_run_saved_before_the_draw_counts_says_in_one_line_that_
     status, _, err = run_main(["--resume", out, "--max-steps", STEPS + 2, "--no-report"], capsys)
     assert status == 0
     notes = [line for line in err.splitlines() if "dropout" in line]
-    assert notes == ([f"note: {path} was saved on a GPU before tensorlab saved the dropout draw counts, so this "
-                      "resumed run draws other dropout masks than an uninterrupted one would"]
-                     if saved == "before the draw counts" else [])
+    assert notes == (
+        [
+            f"note: {path} was saved on a GPU before tensorlab saved the dropout draw counts, so this "
+            "resumed run draws other dropout masks than an uninterrupted one would"
+        ]
+        if saved == "before the draw counts"
+        else []
+    )

@@ -1,4 +1,5 @@
 """TrainConfig: one dataclass for every setting, read from JSON and from flags, checked line by line."""
+
 import argparse
 import json
 from dataclasses import fields
@@ -31,7 +32,13 @@ def test_every_named_config_loads_and_is_valid(name):
 def test_seed_configs_are_the_seed_report_setups(name, d_model, n_heads, d_ff):
     cfg = TrainConfig.from_json(CONFIGS / f"{name}.json")
     m = cfg.model
-    assert (cfg.pretokenizer, m.vocab_size, m.context_len, cfg.val_fraction, m.n_layers) == ("whitespace", 500, 64, 0.2, 2)
+    assert (cfg.pretokenizer, m.vocab_size, m.context_len, cfg.val_fraction, m.n_layers) == (
+        "whitespace",
+        500,
+        64,
+        0.2,
+        2,
+    )
     assert (m.d_model, m.n_heads, m.d_ff) == (d_model, n_heads, d_ff)
     assert (cfg.batch_size, cfg.schedule, m.dropout, cfg.max_minutes) == (64, "warmup_cosine", 0.2, 10.0)
 
@@ -61,8 +68,10 @@ def test_unknown_key_is_named_with_the_known_ones(tmp_path):
     assert len(message.splitlines()) == 1
 
 
-@pytest.mark.parametrize("key, value", [("d_model", "128"), ("d_model", 1.5), ("tie_weights", 1), ("lr", "fast"),
-                                        ("n_layers", True), ("d_model", None)])
+@pytest.mark.parametrize(
+    "key, value",
+    [("d_model", "128"), ("d_model", 1.5), ("tie_weights", 1), ("lr", "fast"), ("n_layers", True), ("d_model", None)],
+)
 def test_wrong_json_types_are_refused(key, value):
     with pytest.raises(ConfigError, match=key):
         TrainConfig.from_dict({key: value})
@@ -112,8 +121,12 @@ def test_every_field_is_a_flag_and_only_given_flags_come_back():
     for f in [*fields(TrainConfig), *fields(ModelConfig)]:
         assert f.name == "model" or "--" + f.name.replace("_", "-") in options
     assert parse([]) == {}
-    assert parse(["--d-model", "64", "--lr", "1e-3", "--no-tie-weights", "--data", "a.txt"]) == \
-        {"d_model": 64, "lr": 1e-3, "tie_weights": False, "data": "a.txt"}
+    assert parse(["--d-model", "64", "--lr", "1e-3", "--no-tie-weights", "--data", "a.txt"]) == {
+        "d_model": 64,
+        "lr": 1e-3,
+        "tie_weights": False,
+        "data": "a.txt",
+    }
 
 
 def test_flags_override_the_file(tmp_path):

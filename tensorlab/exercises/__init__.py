@@ -22,6 +22,7 @@ nothing here needs them, and they are never installed.
 
 See docs/exercises.md.
 """
+
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 
 __all__ = ["EXERCISES", "BY_NAME"]

@@ -3,6 +3,7 @@
 Exit codes: 0 the check passed (or list/stub/assignment worked), 1 the check failed, 2 a usage
 error (an unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C.
 """
+
 import argparse
 import difflib
 import shutil
@@ -23,7 +24,8 @@ STUBS = Path(__file__).resolve().parent / "stubs"
 def main(argv=None):
     """Run the command line on `argv` (default sys.argv[1:]); return the exit code."""
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Gradient-check exercises: fill in a backward, check it, read the diagnosis.")
+        prog=PROG, description="Gradient-check exercises: fill in a backward, check it, read the diagnosis."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("list", help="list the exercises")
     stub = commands.add_parser("stub", help="copy an exercise's stub to DEST (default: ./NAME.py) to edit")
@@ -32,8 +34,13 @@ def main(argv=None):
     checker = commands.add_parser("check", help="check your solution FILE to exercise NAME")
     checker.add_argument("name", metavar="NAME")
     checker.add_argument("file", metavar="FILE")
-    checker.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="SECONDS",
-                         help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)")
+    checker.add_argument(
+        "--time-limit",
+        type=float,
+        default=TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)",
+    )
     folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
     folder.add_argument("dir", metavar="DIR")
     try:

@@ -7,6 +7,7 @@ state from before the step, so the first step that goes wrong is diagnosed on it
 which of param, m and v is off, by how much, and which known slip reproduces the student's
 numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 """
+
 import numpy as np
 
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
@@ -16,45 +17,47 @@ from tensorlab.tensor import Tensor
 
 STEPS = 3
 SHAPE = (3, 4)
-CASES = [dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2),
-         dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.5)]
+CASES = [
+    dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2),
+    dict(lr=0.1, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.5),
+]
 QUANTITIES = ("param", "m", "v")
 
 # slip -> what to tell the student when their numbers match AdamW with that one change
 SLIPS = {
     "l2": "You added weight_decay * param to the gradient (Adam with L2 regularisation). AdamW decouples the "
-          "decay: leave the gradient alone and shrink the weight itself, param = param - lr * weight_decay * param.",
+    "decay: leave the gradient alone and shrink the weight itself, param = param - lr * weight_decay * param.",
     "no_decay": "There is no weight decay in your update: first shrink the weight, "
-                "param = param - lr * weight_decay * param.",
+    "param = param - lr * weight_decay * param.",
     "decay_without_lr": "Your weight decay is param - weight_decay * param; AdamW (and torch) scale it by the "
-                        "learning rate: param = param - lr * weight_decay * param.",
+    "learning rate: param = param - lr * weight_decay * param.",
     "decay_after": "You apply the weight decay after the Adam update, to the updated param. Decay the weight "
-                   "you were given first, then subtract the Adam update.",
+    "you were given first, then subtract the Adam update.",
     "m_betas": "m is off: beta1 and 1 - beta1 are swapped. m = beta1 * m + (1 - beta1) * grad.",
     "v_betas": "v is off: beta2 and 1 - beta2 are swapped. v = beta2 * v + (1 - beta2) * grad^2.",
     "v_not_squared": "v is off: it is the running mean of the squared gradient, "
-                     "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "v = beta2 * v + (1 - beta2) * grad * grad.",
     "no_bias_correction": "You skipped the bias correction. m and v start at 0, so early on they are too small: "
-                          "divide m by (1 - beta1**step) and v by (1 - beta2**step) before the update.",
+    "divide m by (1 - beta1**step) and v by (1 - beta2**step) before the update.",
     "no_bias_correction1": "The bias correction of m is missing: m_hat = m / (1 - beta1**step).",
     "no_bias_correction2": "The bias correction of v is missing: v_hat = v / (1 - beta2**step).",
-    "step_plus_one": "Your bias correction uses step + 1; `step` is already t, counting from 1: "
-                     "use 1 - beta**step.",
+    "step_plus_one": "Your bias correction uses step + 1; `step` is already t, counting from 1: use 1 - beta**step.",
     "step_minus_one": "Your bias correction uses step - 1, which divides by 1 - beta**0 = 0 at the first step; "
-                      "`step` is t, counting from 1: use 1 - beta**step.",
-    "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, "
-                       "not sqrt(v_hat + eps).",
+    "`step` is t, counting from 1: use 1 - beta**step.",
+    "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, not sqrt(v_hat + eps).",
     "no_sqrt": "The denominator needs a square root: sqrt(v_hat) + eps (v is a mean of squares).",
     "ignores_state": "You ignore the m and v passed in (as if every step were the first): start from them, "
-                     "m = beta1 * m + ..., and return the new ones.",
+    "m = beta1 * m + ..., and return the new ones.",
 }
 
 
 def check(exercise, path, out=print, time_limit=None):
     """Check the student's adamw_step in every case; True when all pass."""
     step_fn = find(load(path, time_limit), "adamw_step", path, kind="function")
-    out(f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
-        f"tensorlab.optim.AdamW (float64).")
+    out(
+        f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
+        f"tensorlab.optim.AdamW (float64)."
+    )
     not_written = []
 
     def run(number, settings):
@@ -68,9 +71,13 @@ def check(exercise, path, out=print, time_limit=None):
         except StudentError as error:
             return error.lines
 
-    runs = [(f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
-             lambda number=number, settings=settings: run(number, settings))
-            for number, settings in enumerate(CASES, 1)]
+    runs = [
+        (
+            f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
+            lambda number=number, settings=settings: run(number, settings),
+        )
+        for number, settings in enumerate(CASES, 1)
+    ]
     failed = run_cases(runs, time_limit, out)
     if failed:
         out(f"FAILED: {failed} of {len(CASES)} cases. Fix the first step reported above, and check again.")
@@ -124,8 +131,10 @@ def _result_problem(result):
         return f"adamw_step returned {got}; return three arrays: `return param, m, v`."
     for name, r in zip(QUANTITIES, result):
         if not hasattr(r, "shape") or tuple(np.shape(r)) != SHAPE:
-            return (f"the {name} you returned has shape {tuple(np.shape(r))}, not the parameter's shape {SHAPE}: "
-                    f"every operation in AdamW is elementwise.")
+            return (
+                f"the {name} you returned has shape {tuple(np.shape(r))}, not the parameter's shape {SHAPE}: "
+                f"every operation in AdamW is elementwise."
+            )
     return None
 
 
@@ -136,28 +145,34 @@ def _diagnose(t, state, grad, settings, result, right):
             verdicts.append(f"{name} is right")
         else:
             k = np.unravel_index(np.argmax(np.abs(r - e)), SHAPE)
-            verdicts.append(f"{name} is wrong (largest difference at element {tuple(int(i) for i in k)}: "
-                            f"yours {r[k]:.8g}, expected {e[k]:.8g})")
+            verdicts.append(
+                f"{name} is wrong (largest difference at element {tuple(int(i) for i in k)}: "
+                f"yours {r[k]:.8g}, expected {e[k]:.8g})"
+            )
     lines = [f"step {t} of {STEPS}: " + "; ".join(verdicts) + "."]
     order = [QUANTITIES[j] for i in range(3) for j in range(3) if _close(result[i], right[j]) and i != j]
     if len(order) >= 2:
-        return lines + ["Some of what you returned matches another quantity: return them in the order "
-                        "(param, m, v)."]
+        return lines + ["Some of what you returned matches another quantity: return them in the order (param, m, v)."]
     with np.errstate(all="ignore"):  # some slips divide by zero or take the square root of a negative v
         slips = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slip=slip, **settings), result, right)]
     if slips:
         return lines + [SLIPS[slip] for slip in slips[:2]]
     if not all(np.all(np.isfinite(r)) for r in result):
-        return lines + ["Your result holds NaN or inf. Is a bias correction 1 - beta**step zero, or is "
-                        "something divided by sqrt(v_hat) without eps?"]
-    return lines + ["None of the usual slips fits. Compare your code with the five lines in the stub's "
-                    "docstring one at a time (print m_hat, v_hat and the update for one element)."]
+        return lines + [
+            "Your result holds NaN or inf. Is a bias correction 1 - beta**step zero, or is "
+            "something divided by sqrt(v_hat) without eps?"
+        ]
+    return lines + [
+        "None of the usual slips fits. Compare your code with the five lines in the stub's "
+        "docstring one at a time (print m_hat, v_hat and the update for one element)."
+    ]
 
 
 def _matches(candidate, result, right):
     """The slip reproduces the student's numbers, and differs from the right answer in this case."""
-    return all(_close(r, c) for r, c in zip(result, candidate)) and \
-        not all(_close(c, e) for c, e in zip(candidate, right))
+    return all(_close(r, c) for r, c in zip(result, candidate)) and not all(
+        _close(c, e) for c, e in zip(candidate, right)
+    )
 
 
 def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
@@ -168,14 +183,15 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
     if slip == "l2":
         grad = grad + weight_decay * param
     decay = {"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}.get(
-        slip, lr * weight_decay)
+        slip, lr * weight_decay
+    )
     p = param - decay * param
     m = (1 - b1) * m + b1 * grad if slip == "m_betas" else b1 * m + (1 - b1) * grad
     square = grad if slip == "v_not_squared" else grad * grad
     v = (1 - b2) * v + b2 * square if slip == "v_betas" else b2 * v + (1 - b2) * square
     n = {"step_plus_one": t + 1, "step_minus_one": t - 1}.get(slip, t)
-    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - b1 ** n)
-    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - b2 ** n)
+    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - b1**n)
+    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - b2**n)
     if slip == "eps_inside_sqrt":
         denominator = np.sqrt(v_hat + eps)
     else:

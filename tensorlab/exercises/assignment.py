@@ -4,6 +4,7 @@ It holds one stub per exercise, in the order of the course, and a README with th
 the command that checks each one. No solution is anywhere in it (they live in the repository's
 teachers/solutions/, which is not part of the installed package).
 """
+
 import shutil
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ def write(folder, prog):
 
 
 def readme(prog):
-    rows = "\n".join(f"| {number} | `{e.name}.py` | {e.title} | `{prog} check {e.name} {e.name}.py` |"
-                     for number, e in enumerate(EXERCISES, 1))
+    rows = "\n".join(
+        f"| {number} | `{e.name}.py` | {e.title} | `{prog} check {e.name} {e.name}.py` |"
+        for number, e in enumerate(EXERCISES, 1)
+    )
     return f"""# Backpropagation exercises
 
 Each file here is an exercise: its docstring says what to write, and its `forward` (where

@@ -8,6 +8,7 @@ mistake shows: axis lengths differ from each other (a factor names one axis), no
 matrices (a transposed gradient has the wrong shape) beside square ones (where it does not),
 broadcasts along leading and size-1 axes, and embedding ids that repeat.
 """
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,10 +19,11 @@ from tensorlab.exercises import stages
 @dataclass
 class Case:
     """One setting in which an exercise is checked."""
-    cls: str              # the class in the student's file
-    names: tuple          # one name per forward argument, as the student's docstring calls them
-    make: object          # rng -> list of input arrays, one per forward argument
-    reference: object     # (*inputs, **settings) -> the forward's output
+
+    cls: str  # the class in the student's file
+    names: tuple  # one name per forward argument, as the student's docstring calls them
+    make: object  # rng -> list of input arrays, one per forward argument
+    reference: object  # (*inputs, **settings) -> the forward's output
     settings: dict = field(default_factory=dict)  # keyword arguments for the class's constructor
     graph: object = None  # (*tensors, **settings) -> (output, {stage: intermediate}) in tensorlab ops
     forward_is_yours: bool = False  # the student writes forward too (the engine track's new Function)
@@ -36,14 +38,15 @@ class Case:
 @dataclass
 class Exercise:
     """One exercise: its name on the command line, a one-line title, and how it is checked."""
+
     name: str
     title: str
     cases: list = field(default_factory=list)
-    kind: str = "gradient"    # "gradient": a backward checked by gradcheck; "adamw": an optimizer step;
+    kind: str = "gradient"  # "gradient": a backward checked by gradcheck; "adamw": an optimizer step;
     #                           "engine": the engine track's probes (engine_check.py)
-    shape_hint: str = ""      # said when a gradient has a wrong shape that no automatic fix explains
-    hint: object = None       # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
-    probe: object = None      # (backward(gy) -> grads, inputs) -> lines: the student's backward on chosen gy
+    shape_hint: str = ""  # said when a gradient has a wrong shape that no automatic fix explains
+    hint: object = None  # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
+    probe: object = None  # (backward(gy) -> grads, inputs) -> lines: the student's backward on chosen gy
 
 
 def _normal(*shape):
@@ -90,8 +93,10 @@ def _embedding_hint(inputs, name, report, context):
     unused = set(np.flatnonzero(counts == 0).tolist())
     hints = []
     if wrong_rows & unused:
-        hints.append(f"Rows {sorted(wrong_rows & unused)} are never looked up (no id equals them), so their "
-                     f"gradient must be 0: start from np.zeros(...) of the table's shape.")
+        hints.append(
+            f"Rows {sorted(wrong_rows & unused)} are never looked up (no id equals them), so their "
+            f"gradient must be 0: start from np.zeros(...) of the table's shape."
+        )
     return hints
 
 
@@ -101,9 +106,11 @@ def _nll_hint(inputs, name, report, context):
     at_targets = np.zeros_like(report.wrong)
     at_targets[np.arange(len(targets)), targets] = True
     if report.wrong.any() and not (report.wrong & ~at_targets).any():
-        return ["Only elements at the targets (row n, column targets[n]) are wrong; the rest of each row is "
-                "right. Check the one-hot term there: the gradient of -log softmax(x)[t] is softmax(x) minus "
-                "1 at the target."]
+        return [
+            "Only elements at the targets (row n, column targets[n]) are wrong; the rest of each row is "
+            "right. Check the one-hot term there: the gradient of -log softmax(x)[t] is softmax(x) minus "
+            "1 at the target."
+        ]
     return []
 
 
@@ -112,8 +119,10 @@ def _attention_hint(inputs, name, report, context):
     if name == "v" or not context.reports["v"].passed:
         return []
     if name == "q" or context.reports["q"].passed:  # say it once, at the first wrong input
-        return ["Your gv is right, so y = P v is undone correctly; the slip comes after: in the softmax step "
-                "(from gP to gS) or in S = q k^T / sqrt(D) (from gS to gq and gk)."]
+        return [
+            "Your gv is right, so y = P v is undone correctly; the slip comes after: in the softmax step "
+            "(from gP to gS) or in S = q k^T / sqrt(D) (from gS to gq and gk)."
+        ]
     return []
 
 
@@ -141,18 +150,28 @@ def _causality_probe(backward, inputs):
                 leaks.append(f"your {name} at positions {where}")
     if not leaks:
         return []
-    return [f"Gradient leaks to future positions: changing gy at position 0 (the first query) changes "
-            f"{' and '.join(leaks)}. Query 0 sees only key 0 (the causal mask hides the later ones), so nothing "
-            f"of its gradient may reach a later key or value: apply the mask in backward too (the P forward "
-            f"saved is 0 there; a softmax recomputed without the mask is not)."]
+    return [
+        f"Gradient leaks to future positions: changing gy at position 0 (the first query) changes "
+        f"{' and '.join(leaks)}. Query 0 sees only key 0 (the causal mask hides the later ones), so nothing "
+        f"of its gradient may reach a later key or value: apply the mask in backward too (the P forward "
+        f"saved is 0 there; a softmax recomputed without the mask is not)."
+    ]
 
 
 # ----- the catalog -------------------------------------------------------------------------------
-_REDUCTION_CASES = [dict(axis=1), dict(axis=(0, 2)), dict(axis=None), dict(axis=-1, keepdims=True),
-                    dict(axis=1, keepdims=True)]
-_REDUCTION_SHAPE_HINT = ("The gradient of a reduction has the input's shape: put the reduced axes back as "
-                         "size 1 with np.expand_dims(gy, self.axes) (unless keepdims kept them), then copy "
-                         "along them with np.broadcast_to(..., self.x_shape).copy().")
+_REDUCTION_CASES = [
+    dict(axis=1),
+    dict(axis=(0, 2)),
+    dict(axis=None),
+    dict(axis=-1, keepdims=True),
+    dict(axis=1, keepdims=True),
+]
+_REDUCTION_SHAPE_HINT = (
+    "The gradient of a reduction has the input's shape: put the reduced axes back as "
+    "size 1 with np.expand_dims(gy, self.axes) (unless keepdims kept them), then copy "
+    "along them with np.broadcast_to(..., self.x_shape).copy()."
+)
+
 
 def _rows_of_scale(*scales, width):
     """Standard-normal rows times `scales`: rows of tiny variance make eps in RMSNorm count."""
@@ -168,83 +187,203 @@ EXERCISES = [
     Exercise("topo", "engine 2/4: the topological order of the backward walk", kind="engine"),
     Exercise("unbroadcast", "engine 3/4: undo broadcasting, summing over the broadcast axes", kind="engine"),
     Exercise(
-        "function", "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
-        [Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.hypot, graph=stages.hypot,
-              forward_is_yours=True),
-         Case("Hypot", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.hypot, graph=stages.hypot,
-              forward_is_yours=True),
-         Case("Hypot", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.hypot, graph=stages.hypot,
-              forward_is_yours=True)]),
+        "function",
+        "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
+        [
+            Case(
+                "Hypot",
+                ("a", "b"),
+                _inputs(_normal(3, 4), _normal(3, 4)),
+                np.hypot,
+                graph=stages.hypot,
+                forward_is_yours=True,
+            ),
+            Case(
+                "Hypot",
+                ("a", "b"),
+                _inputs(_normal(3, 4), _normal(4)),
+                np.hypot,
+                graph=stages.hypot,
+                forward_is_yours=True,
+            ),
+            Case(
+                "Hypot",
+                ("a", "b"),
+                _inputs(_normal(2, 1, 4), _normal(3, 1)),
+                np.hypot,
+                graph=stages.hypot,
+                forward_is_yours=True,
+            ),
+        ],
+    ),
     Exercise(
-        "mul", "y = a * b with broadcasting: sum the gradient over the broadcast axes",
-        [Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply, graph=stages.mul),
-         Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply, graph=stages.mul),
-         Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply, graph=stages.mul)]),
+        "mul",
+        "y = a * b with broadcasting: sum the gradient over the broadcast axes",
+        [
+            Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply, graph=stages.mul),
+            Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply, graph=stages.mul),
+            Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply, graph=stages.mul),
+        ],
+    ),
     Exercise(
-        "matmul", "y = a @ b for matrices: which factor is transposed, and where",
-        [Case("MatMul", ("a", "b"), _inputs(_normal(3, 4), _normal(4, 2)), np.matmul, graph=stages.matmul),
-         Case("MatMul", ("a", "b"), _inputs(_normal(4, 4), _normal(4, 4)), np.matmul, graph=stages.matmul),
-         Case("MatMul", ("a", "b"), _inputs(_normal(1, 5), _normal(5, 3)), np.matmul, graph=stages.matmul)]),
+        "matmul",
+        "y = a @ b for matrices: which factor is transposed, and where",
+        [
+            Case("MatMul", ("a", "b"), _inputs(_normal(3, 4), _normal(4, 2)), np.matmul, graph=stages.matmul),
+            Case("MatMul", ("a", "b"), _inputs(_normal(4, 4), _normal(4, 4)), np.matmul, graph=stages.matmul),
+            Case("MatMul", ("a", "b"), _inputs(_normal(1, 5), _normal(5, 3)), np.matmul, graph=stages.matmul),
+        ],
+    ),
     Exercise(
-        "exp_log", "y = exp(x) and y = log(x), elementwise: the chain rule in one line",
-        [Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp, graph=stages.exp),
-         Case("Log", ("x",), _inputs(_positive(3, 4)), np.log, graph=stages.log)]),
+        "exp_log",
+        "y = exp(x) and y = log(x), elementwise: the chain rule in one line",
+        [
+            Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp, graph=stages.exp),
+            Case("Log", ("x",), _inputs(_positive(3, 4)), np.log, graph=stages.log),
+        ],
+    ),
     Exercise(
-        "sum", "y = x.sum(axis, keepdims): copy the gradient back along the summed axes",
-        [Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings, graph=stages.sum_)
-         for settings in _REDUCTION_CASES] +
-        [Case("Sum", ("x",), _inputs(_normal(3, 1, 5)), np.sum, dict(axis=1), graph=stages.sum_)],
-        shape_hint=_REDUCTION_SHAPE_HINT),
+        "sum",
+        "y = x.sum(axis, keepdims): copy the gradient back along the summed axes",
+        [
+            Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings, graph=stages.sum_)
+            for settings in _REDUCTION_CASES
+        ]
+        + [Case("Sum", ("x",), _inputs(_normal(3, 1, 5)), np.sum, dict(axis=1), graph=stages.sum_)],
+        shape_hint=_REDUCTION_SHAPE_HINT,
+    ),
     Exercise(
-        "mean", "y = x.mean(axis, keepdims): like sum, with one factor",
-        [Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings, graph=stages.mean)
-         for settings in _REDUCTION_CASES] +
-        [Case("Mean", ("x",), _inputs(_normal(3, 1, 5)), np.mean, dict(axis=1), graph=stages.mean)],
-        shape_hint=_REDUCTION_SHAPE_HINT),
+        "mean",
+        "y = x.mean(axis, keepdims): like sum, with one factor",
+        [
+            Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings, graph=stages.mean)
+            for settings in _REDUCTION_CASES
+        ]
+        + [Case("Mean", ("x",), _inputs(_normal(3, 1, 5)), np.mean, dict(axis=1), graph=stages.mean)],
+        shape_hint=_REDUCTION_SHAPE_HINT,
+    ),
     Exercise(
-        "softmax", "y = softmax(x) along an axis: every output depends on every input of its row",
-        [Case("Softmax", ("x",), _inputs(_normal(3, 5)), _softmax, dict(axis=-1), graph=stages.softmax),
-         Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0), graph=stages.softmax),
-         Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1), graph=stages.softmax),
-         Case("Softmax", ("x",), _inputs(_normal(4, 4)), _softmax, dict(axis=-1), graph=stages.softmax)]),
+        "softmax",
+        "y = softmax(x) along an axis: every output depends on every input of its row",
+        [
+            Case("Softmax", ("x",), _inputs(_normal(3, 5)), _softmax, dict(axis=-1), graph=stages.softmax),
+            Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0), graph=stages.softmax),
+            Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1), graph=stages.softmax),
+            Case("Softmax", ("x",), _inputs(_normal(4, 4)), _softmax, dict(axis=-1), graph=stages.softmax),
+        ],
+    ),
     Exercise(
-        "log_softmax_nll", "loss = mean over rows of -log softmax(logits)[target]: cross-entropy",
-        [Case("LogSoftmaxNLL", ("logits", "targets"),
-              _inputs(_normal(4, 5), lambda rng: rng.integers(0, 5, 4)), _log_softmax_nll,
-              graph=stages.log_softmax_nll),
-         Case("LogSoftmaxNLL", ("logits", "targets"),
-              _inputs(_normal(3, 7), lambda rng: np.array([6, 0, 6])), _log_softmax_nll,
-              graph=stages.log_softmax_nll),
-         Case("LogSoftmaxNLL", ("logits", "targets"),
-              _inputs(_normal(1, 6), lambda rng: np.array([2])), _log_softmax_nll, graph=stages.log_softmax_nll)],
+        "log_softmax_nll",
+        "loss = mean over rows of -log softmax(logits)[target]: cross-entropy",
+        [
+            Case(
+                "LogSoftmaxNLL",
+                ("logits", "targets"),
+                _inputs(_normal(4, 5), lambda rng: rng.integers(0, 5, 4)),
+                _log_softmax_nll,
+                graph=stages.log_softmax_nll,
+            ),
+            Case(
+                "LogSoftmaxNLL",
+                ("logits", "targets"),
+                _inputs(_normal(3, 7), lambda rng: np.array([6, 0, 6])),
+                _log_softmax_nll,
+                graph=stages.log_softmax_nll,
+            ),
+            Case(
+                "LogSoftmaxNLL",
+                ("logits", "targets"),
+                _inputs(_normal(1, 6), lambda rng: np.array([2])),
+                _log_softmax_nll,
+                graph=stages.log_softmax_nll,
+            ),
+        ],
         shape_hint="gx has the logits' shape (N, V); the loss is one number, so gy is a 0-d array.",
-        hint=_nll_hint),
+        hint=_nll_hint,
+    ),
     Exercise(
-        "rms_norm", "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
-        [Case("RMSNorm", ("x", "weight"), _inputs(_normal(3, 5), _weight(5)), _rms_norm, dict(eps=1e-5),
-              graph=stages.rms_norm),
-         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 3, 4), _weight(4)), _rms_norm, dict(eps=1e-5),
-              graph=stages.rms_norm),
-         Case("RMSNorm", ("x", "weight"), _inputs(_rows_of_scale(1.0, 1e-3, 3e-3, width=6), _weight(6)),
-              _rms_norm, dict(eps=1e-5), graph=stages.rms_norm),
-         Case("RMSNorm", ("x", "weight"), _inputs(_normal(2, 4), _weight(4)), _rms_norm, dict(eps=0.5),
-              graph=stages.rms_norm)]),
+        "rms_norm",
+        "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
+        [
+            Case(
+                "RMSNorm",
+                ("x", "weight"),
+                _inputs(_normal(3, 5), _weight(5)),
+                _rms_norm,
+                dict(eps=1e-5),
+                graph=stages.rms_norm,
+            ),
+            Case(
+                "RMSNorm",
+                ("x", "weight"),
+                _inputs(_normal(2, 3, 4), _weight(4)),
+                _rms_norm,
+                dict(eps=1e-5),
+                graph=stages.rms_norm,
+            ),
+            Case(
+                "RMSNorm",
+                ("x", "weight"),
+                _inputs(_rows_of_scale(1.0, 1e-3, 3e-3, width=6), _weight(6)),
+                _rms_norm,
+                dict(eps=1e-5),
+                graph=stages.rms_norm,
+            ),
+            Case(
+                "RMSNorm",
+                ("x", "weight"),
+                _inputs(_normal(2, 4), _weight(4)),
+                _rms_norm,
+                dict(eps=0.5),
+                graph=stages.rms_norm,
+            ),
+        ],
+    ),
     Exercise(
-        "embedding", "y = weight[ids]: repeated ids add up in the table's gradient",
-        [Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([4, 0, 2]), _normal(5, 3)),
-              lambda ids, weight: weight[ids], graph=stages.embedding),
-         Case("Embedding", ("ids", "weight"), _inputs(lambda rng: np.array([[1, 3, 1], [0, 3, 1]]), _normal(6, 4)),
-              lambda ids, weight: weight[ids], graph=stages.embedding)],
+        "embedding",
+        "y = weight[ids]: repeated ids add up in the table's gradient",
+        [
+            Case(
+                "Embedding",
+                ("ids", "weight"),
+                _inputs(lambda rng: np.array([4, 0, 2]), _normal(5, 3)),
+                lambda ids, weight: weight[ids],
+                graph=stages.embedding,
+            ),
+            Case(
+                "Embedding",
+                ("ids", "weight"),
+                _inputs(lambda rng: np.array([[1, 3, 1], [0, 3, 1]]), _normal(6, 4)),
+                lambda ids, weight: weight[ids],
+                graph=stages.embedding,
+            ),
+        ],
         shape_hint="The table's gradient has the table's shape (V, C), whatever the shape of ids: start from "
-                   "np.zeros(self.weight_shape) and add each gy[n] into row ids[n].",
-        hint=_embedding_hint),
+        "np.zeros(self.weight_shape) and add each gy[n] into row ids[n].",
+        hint=_embedding_hint,
+    ),
     Exercise(
-        "causal_attention", "y = softmax(q k^T / sqrt(D) + causal mask) v: matmul and softmax together",
-        [Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 2, 3, 5)] * 3), _causal_attention,
-              graph=stages.causal_attention),
-         Case("CausalAttention", ("q", "k", "v"), _inputs(*[_normal(1, 3, 4, 4)] * 3), _causal_attention,
-              graph=stages.causal_attention)],
-        hint=_attention_hint, probe=_causality_probe),
+        "causal_attention",
+        "y = softmax(q k^T / sqrt(D) + causal mask) v: matmul and softmax together",
+        [
+            Case(
+                "CausalAttention",
+                ("q", "k", "v"),
+                _inputs(*[_normal(1, 2, 3, 5)] * 3),
+                _causal_attention,
+                graph=stages.causal_attention,
+            ),
+            Case(
+                "CausalAttention",
+                ("q", "k", "v"),
+                _inputs(*[_normal(1, 3, 4, 4)] * 3),
+                _causal_attention,
+                graph=stages.causal_attention,
+            ),
+        ],
+        hint=_attention_hint,
+        probe=_causality_probe,
+    ),
     Exercise("adamw", "one AdamW step in NumPy: moments, bias correction, decoupled weight decay", kind="adamw"),
 ]
 

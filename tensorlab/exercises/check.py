@@ -15,6 +15,7 @@ For every case of an exercise:
 The backward runs watched (watch.py): calling tensorlab's ops or autograd is refused, and its
 local variables are kept for the stage comparison. A case has a time limit (run_cases).
 """
+
 import numpy as np
 
 from tensorlab.exercises import diagnose, slips, stages
@@ -24,8 +25,10 @@ from tensorlab.gradcheck import gradcheck
 from tensorlab.tensor import Tensor
 
 INDENT = "    "
-BROADCAST_HINT = ("Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
-                  "lost the reduced axis and no longer fits beside the array it came from.")
+BROADCAST_HINT = (
+    "Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
+    "lost the reduced axis and no longer fits beside the array it came from."
+)
 
 
 def check(exercise, path, out=print, time_limit=None):
@@ -53,15 +56,21 @@ def check(exercise, path, out=print, time_limit=None):
     runs = []
     for number, case in enumerate(exercise.cases, 1):
         inputs = case.make(np.random.default_rng(number))
-        runs.append((f"case {number}/{total}  {case.describe(inputs)}",
-                     lambda number=number, case=case, inputs=inputs: run(number, case, inputs)))
+        runs.append(
+            (
+                f"case {number}/{total}  {case.describe(inputs)}",
+                lambda number=number, case=case, inputs=inputs: run(number, case, inputs),
+            )
+        )
     failed = run_cases(runs, time_limit, out)
     if failed and not not_written:
         for line in _settings_hint(exercise.cases, passed_cases):
             out(line)
     if failed:
-        out(f"FAILED: {failed} of {total} cases. Start with the first failed case above, and check again "
-            f"after each fix.")
+        out(
+            f"FAILED: {failed} of {total} cases. Start with the first failed case above, and check again "
+            f"after each fix."
+        )
     else:
         out(f"PASSED: your backward agrees with finite differences in all {total} cases.")
     return not failed
@@ -79,19 +88,21 @@ def _check_case(exercise, case, cls, inputs, path):
     names = case.names
     tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
     try:
-        report = gradcheck(lambda *ts: cls(**case.settings)(*ts), tensors, names=list(names),
-                           raise_on_failure=False)
+        report = gradcheck(lambda *ts: cls(**case.settings)(*ts), tensors, names=list(names), raise_on_failure=False)
     except Exception as error:  # noqa: BLE001 (the engine's complaint, said to the student)
-        return [f"Running your op through the engine failed: {type(error).__name__}: {error}",
-                "Your backward returned arrays of the right shapes when called directly, so check that it "
-                "does the same every time (no state kept between calls)."]
+        return [
+            f"Running your op through the engine failed: {type(error).__name__}: {error}",
+            "Your backward returned arrays of the right shapes when called directly, so check that it "
+            "does the same every time (no state kept between calls).",
+        ]
     if report.passed:
         return []
 
     checked = [name for name, x in zip(names, inputs) if x.dtype.kind == "f"]
     reports = dict(zip(checked, report.inputs))
-    context = diagnose.Context({n: x.shape for n, x in zip(names, inputs)}, np.shape(y), reports,
-                               report.atol, report.rtol)
+    context = diagnose.Context(
+        {n: x.shape for n, x in zip(names, inputs)}, np.shape(y), reports, report.atol, report.rtol
+    )
     ignores_gy = _ignores_gy(case, cls, inputs, path, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []
     wrong = [name for name, r in reports.items() if not r.passed]
@@ -111,8 +122,9 @@ def _check_case(exercise, case, cls, inputs, path):
         fallback = _stage_lines(reference, local_arrays, name, context) if reference is not None else []
         fallback = [line for line in fallback if line not in said]  # a shared stage is named once
         said.update(fallback)
-        lines += diagnose.explain(name, reports[name], context, detailed=not ignores_gy and name not in named,
-                                  fallback=fallback)
+        lines += diagnose.explain(
+            name, reports[name], context, detailed=not ignores_gy and name not in named, fallback=fallback
+        )
         if exercise.hint:
             lines += exercise.hint(inputs, name, reports[name], context)
     return lines + ["", "gradcheck's report:"] + [INDENT + line for line in str(report).splitlines()]
@@ -128,8 +140,10 @@ def _stage_lines(reference, local_arrays, name, ctx):
             right.append((stage, holders[0]))
             continue
         if not right and not local_arrays:
-            return ["Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
-                    "them one by one with the reference's and says which step first goes wrong."]
+            return [
+                "Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
+                "them one by one with the reference's and says which step first goes wrong."
+            ]
         if not right:
             return []  # nothing to localise: the first step is already off
         done = ", ".join(f"g{s} (your `{var}`)" for s, var in right)
@@ -139,10 +153,14 @@ def _stage_lines(reference, local_arrays, name, ctx):
         candidate = _variable_for(stage, expected.shape, local_arrays)
         if candidate:
             off = ~np.isclose(np.asarray(local_arrays[candidate]), expected, rtol=ctx.rtol, atol=ctx.atol)
-            return [head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
-                    f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}."]
-        return [head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
-                f"{expected.shape}): the slip comes after `{right[-1][1]}`."]
+            return [
+                head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
+                f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}."
+            ]
+        return [
+            head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
+            f"{expected.shape}): the slip comes after `{right[-1][1]}`."
+        ]
     return []
 
 
@@ -171,15 +189,17 @@ def _student_forward(case, cls, inputs, path):
     op = _student_call(f"{name}({_settings(case.settings)})", path, lambda: cls(**case.settings))
     y = _student_call(f"{name}.forward", path, lambda: op.forward(*[x.copy() for x in inputs]))
     expected = np.asarray(case.reference(*inputs, **case.settings))
-    if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9,
-                                                                                    atol=1e-12):
+    if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9, atol=1e-12):
         if case.forward_is_yours:
-            raise StudentError(f"{name}.forward does not compute what the exercise asks: its output differs from "
-                               f"the reference forward{_first_difference(y, expected)}. Fix forward first.")
+            raise StudentError(
+                f"{name}.forward does not compute what the exercise asks: its output differs from "
+                f"the reference forward{_first_difference(y, expected)}. Fix forward first."
+            )
         raise StudentError(
             f"{name}.forward does not compute what the exercise asks: its output differs from the reference "
             f"forward. The forward is given; take it back from a fresh stub "
-            f"(python -m tensorlab.exercises stub ...) and change only backward.")
+            f"(python -m tensorlab.exercises stub ...) and change only backward."
+        )
     return y, op
 
 
@@ -206,7 +226,8 @@ def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
         raise StudentError(
             f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
             f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
-            f"new array instead, e.g. `gx = gy * ...`.")
+            f"new array instead, e.g. `gx = gy * ...`."
+        )
     return (grads, watched.locals) if keep_locals else grads
 
 
@@ -221,13 +242,18 @@ def _grad_problems(exercise, case, inputs, output_shape, grads):
     """(lines, fixes) for what backward returned; fixes maps input index -> repair, or None if some slip has none."""
     names, name = case.names, case.cls
     if isinstance(grads, list):
-        return [f"{name}.backward returned a list; return a tuple instead: `return " +
-                ", ".join(f"g{n}" for n in names) + "`."], None
+        return [
+            f"{name}.backward returned a list; return a tuple instead: `return "
+            + ", ".join(f"g{n}" for n in names)
+            + "`."
+        ], None
     single = not isinstance(grads, tuple)
     grads = (grads,) if single else grads
     if len(grads) > len(inputs):
-        return [f"{name}.backward returned {len(grads)} gradients, but forward takes {len(inputs)} inputs "
-                f"({', '.join(names)}): return one per input, in that order."], None
+        return [
+            f"{name}.backward returned {len(grads)} gradients, but forward takes {len(inputs)} inputs "
+            f"({', '.join(names)}): return one per input, in that order."
+        ], None
     grads = grads + (None,) * (len(inputs) - len(grads))
     lines, fixes, fixable = [], {}, True
     for i, (input_name, x, g) in enumerate(zip(names, inputs, grads)):
@@ -235,10 +261,15 @@ def _grad_problems(exercise, case, inputs, output_shape, grads):
             continue  # integer ids and targets take no gradient: whatever is returned is ignored
         fix = None
         if g is None:
-            problem = [f"{name}.backward returned no gradient for '{input_name}'" + (
-                f": it returned one array, but forward takes {len(inputs)} inputs. Return one gradient per "
-                f"input, in order: `return {', '.join('g' + n for n in names)}`."
-                if single and len(inputs) > 1 else " (None). Return its gradient.")]
+            problem = [
+                f"{name}.backward returned no gradient for '{input_name}'"
+                + (
+                    f": it returned one array, but forward takes {len(inputs)} inputs. Return one gradient per "
+                    f"input, in order: `return {', '.join('g' + n for n in names)}`."
+                    if single and len(inputs) > 1
+                    else " (None). Return its gradient."
+                )
+            ]
         else:
             problem = diagnose.type_problem(input_name, g, x.shape)
             if problem is None and tuple(g.shape) != x.shape:
@@ -254,6 +285,7 @@ def _grad_problems(exercise, case, inputs, output_shape, grads):
 
 def _try_fixes(cls, case, inputs, fixes):
     """Run gradcheck with the repairs applied, and say whether they are all that is missing."""
+
     class Fixed(cls):
         def backward(self, *gys):
             grads = super().backward(*gys)
@@ -269,8 +301,10 @@ def _try_fixes(cls, case, inputs, fixes):
         return []
     if report.passed:
         return ["Changed that way, your gradient passes this case."]
-    return ["That alone is not enough: after the change some values are still wrong. Fix the shape, then "
-            "check again to see what else is off."]
+    return [
+        "That alone is not enough: after the change some values are still wrong. Fix the shape, then "
+        "check again to see what else is off."
+    ]
 
 
 def _ignores_gy(case, cls, inputs, path, grads):
@@ -279,10 +313,16 @@ def _ignores_gy(case, cls, inputs, path, grads):
         _, doubled, _, _ = _forward_and_backward(case, cls, inputs, path, scale=2.0)
     except StudentError:
         return False
-    pairs = [(g, d) for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
-             if x.dtype.kind == "f" and isinstance(g, np.ndarray) and isinstance(d, np.ndarray)]
-    return bool(pairs) and all(g.shape == d.shape and np.allclose(g, d) for g, d in pairs) and \
-        any(np.abs(g).max(initial=0) > 0 for g, _ in pairs)
+    pairs = [
+        (g, d)
+        for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
+        if x.dtype.kind == "f" and isinstance(g, np.ndarray) and isinstance(d, np.ndarray)
+    ]
+    return (
+        bool(pairs)
+        and all(g.shape == d.shape and np.allclose(g, d) for g, d in pairs)
+        and any(np.abs(g).max(initial=0) > 0 for g, _ in pairs)
+    )
 
 
 def _as_tuple(grads):
@@ -311,10 +351,14 @@ def _settings_hint(cases, passed):
             continue
         fails = ", ".join(f"{key}={value}" for value in sorted(bad))
         if key == "keepdims" and bad == {"True"}:
-            return ["Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
-                    "size 1: put them back (np.expand_dims) only when self.keepdims is False."]
-        return [f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
-                f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"]
+            return [
+                "Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
+                "size 1: put them back (np.expand_dims) only when self.keepdims is False."
+            ]
+        return [
+            f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
+            f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"
+        ]
     return []
 
 

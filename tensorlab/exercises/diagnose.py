@@ -14,6 +14,7 @@ the numeric one N and names the slips it recognises:
                                    (a missing or extra 1/n) or its square root (a 1/sqrt(D))
     only some elements wrong       which ones, and whether they fill whole rows or columns
 """
+
 import math
 from itertools import combinations
 
@@ -24,13 +25,17 @@ from tensorlab.tensor import Tensor
 
 LISTED = 12  # wrong elements named by index when only some are wrong
 
-FALLBACK = ("None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs). "
-            "Re-derive the gradient on paper for a tiny case (one row, two or three elements) and compare "
-            "with the numbers in the table below.")
+FALLBACK = (
+    "None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs). "
+    "Re-derive the gradient on paper for a tiny case (one row, two or three elements) and compare "
+    "with the numbers in the table below."
+)
 # said before the fallback, which then localises the slip: the first stage of the backward that goes wrong
 
-IGNORES_GY = ("Your backward gives the same answer when gy is doubled: it ignores gy, the gradient arriving "
-              "from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local derivative by gy.")
+IGNORES_GY = (
+    "Your backward gives the same answer when gy is doubled: it ignores gy, the gradient arriving "
+    "from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local derivative by gy."
+)
 
 
 class Context:
@@ -39,7 +44,7 @@ class Context:
     def __init__(self, shapes, output_shape, reports, atol, rtol):
         self.shapes = {name: tuple(shape) for name, shape in shapes.items()}  # every forward argument
         self.output_shape = tuple(output_shape)
-        self.reports = reports      # name -> InputReport, for the inputs that take a gradient
+        self.reports = reports  # name -> InputReport, for the inputs that take a gradient
         self.atol, self.rtol = atol, rtol
 
     def close(self, a, b):
@@ -68,24 +73,33 @@ def explain(name, report, ctx, detailed=True, fallback=None):
 
 def _whole_array_slip(name, a, n, report, ctx):
     if not np.all(np.isfinite(a)):
-        return [line[0].upper() + line[1:] + ": look for a division by zero, a log of 0, an exp that overflows, "
-                "or inf - inf (a masked -inf score used in arithmetic)." for line in report.nonfinite_lines()]
+        return [
+            line[0].upper() + line[1:] + ": look for a division by zero, a log of 0, an exp that overflows, "
+            "or inf - inf (a masked -inf score used in arithmetic)."
+            for line in report.nonfinite_lines()
+        ]
     if np.all(np.abs(a) <= ctx.atol) and not np.all(np.abs(n) <= ctx.atol):
-        return ["Your gradient is all zeros. Is a placeholder such as np.zeros_like(...) still returned, "
-                "or does a factor that should not be zero (gy, a mask, a saved value) come out as zero?"]
+        return [
+            "Your gradient is all zeros. Is a placeholder such as np.zeros_like(...) still returned, "
+            "or does a factor that should not be zero (gy, a mask, a saved value) come out as zero?"
+        ]
     if ctx.close(a, -n):
         return ["Your gradient is exactly -1 times the right one: check the sign of your derivative."]
     for other, other_report in ctx.reports.items():
         if other != name and ctx.close(a, other_report.numeric) and not ctx.close(other_report.numeric, n):
             order = ", ".join(f"g{x}" for x in ctx.reports)
-            return [f"Your gradient for '{name}' is the right gradient for '{other}': the two are swapped. "
-                    f"Return one gradient per input in the order of forward's arguments ({order}), and check "
-                    f"which input each formula uses."]
+            return [
+                f"Your gradient for '{name}' is the right gradient for '{other}': the two are swapped. "
+                f"Return one gradient per input in the order of forward's arguments ({order}), and check "
+                f"which input each formula uses."
+            ]
     if a.ndim >= 2 and a.shape[-1] == a.shape[-2] and ctx.close(a.swapaxes(-1, -2), n):
-        return [f"Your gradient is the transpose of the right one (swap its last two axes and it matches). "
-                f"The shape could not show it, because the last two axes of '{name}' have the same length "
-                f"{a.shape[-1]}; with other shapes it would have the wrong shape. In a matrix product, check "
-                f"the order of the factors and which one is transposed."]
+        return [
+            f"Your gradient is the transpose of the right one (swap its last two axes and it matches). "
+            f"The shape could not show it, because the last two axes of '{name}' have the same length "
+            f"{a.shape[-1]}; with other shapes it would have the wrong shape. In a matrix product, check "
+            f"the order of the factors and which one is transposed."
+        ]
     c = _factor(a, n, ctx)
     if c is not None:
         return [_factor_message(c, name, ctx)]
@@ -96,19 +110,24 @@ def _some_elements(name, a, n, wrong, ctx):
     hints = []
     aw, nw = a[wrong], n[wrong]
     if np.all(aw == 0):
-        hints.append("At every wrong element your gradient is 0, where the right one is not: a term is "
-                     "missing there (a mask, an `if`, or an index that skips those elements).")
+        hints.append(
+            "At every wrong element your gradient is 0, where the right one is not: a term is "
+            "missing there (a mask, an `if`, or an index that skips those elements)."
+        )
     elif ctx.close(aw, -nw):
         hints.append("At the wrong elements your gradient has the wrong sign; the others are right.")
     else:
         c = _factor(aw, nw, ctx)
         if c is not None:
-            hints.append(f"At the wrong elements your gradient is {_format_factor(c)} times the right one; "
-                         f"the others are right.")
+            hints.append(
+                f"At the wrong elements your gradient is {_format_factor(c)} times the right one; the others are right."
+            )
     slices = _whole_slices(wrong)
     if slices:
-        hints.append(f"The wrong elements fill {slices} of '{name}' entirely; everything else is right. "
-                     f"What is special about those?")
+        hints.append(
+            f"The wrong elements fill {slices} of '{name}' entirely; everything else is right. "
+            f"What is special about those?"
+        )
     wrong_at = [_index(i) for i in np.argwhere(wrong)[:LISTED]]
     more = f" and {int(wrong.sum()) - LISTED} more" if wrong.sum() > LISTED else ""
     hints.append(f"Wrong elements: {', '.join(wrong_at)}{more} (the table below shows the worst, with values).")
@@ -122,8 +141,9 @@ def _whole_slices(wrong):
     for axis in range(wrong.ndim):
         others = tuple(i for i in range(wrong.ndim) if i != axis)
         hit = wrong.any(axis=others)
-        if hit.sum() < wrong.shape[axis] and np.array_equal(wrong, np.broadcast_to(
-                np.expand_dims(hit, others), wrong.shape)):
+        if hit.sum() < wrong.shape[axis] and np.array_equal(
+            wrong, np.broadcast_to(np.expand_dims(hit, others), wrong.shape)
+        ):
             where = np.flatnonzero(hit).tolist()
             if wrong.ndim == 2:
                 return f"{'rows' if axis == 0 else 'columns'} {where}"
@@ -149,18 +169,26 @@ def _factor_message(c, name, ctx):
     for length, words in _lengths(name, ctx):
         if math.isclose(k, length, rel_tol=1e-3):
             if abs(c) > 1:
-                why = (f"it is too large by {length}: a division by {length} is missing (like the 1/n of a mean), "
-                       f"you summed where each element should get a copy, or a scale is inverted (multiplying by "
-                       f"sqrt({length}) where the forward divides by it is off by {length}).")
+                why = (
+                    f"it is too large by {length}: a division by {length} is missing (like the 1/n of a mean), "
+                    f"you summed where each element should get a copy, or a scale is inverted (multiplying by "
+                    f"sqrt({length}) where the forward divides by it is off by {length})."
+                )
             else:
-                why = (f"it is too small by {length}: you divide by {length} once too often, or took a mean "
-                       f"where a sum (or a copy) belongs.")
+                why = (
+                    f"it is too small by {length}: you divide by {length} once too often, or took a mean "
+                    f"where a sum (or a copy) belongs."
+                )
             return f"{head}: off by {words}; {why}"
         if math.isclose(k, math.sqrt(length), rel_tol=1e-3):
-            return (f"{head}: off by sqrt({length}) = {math.sqrt(length):.4g}, the square root of {words}. "
-                    f"A scale such as 1/sqrt(D) in the forward must appear in the backward too, exactly once.")
-    return (f"{head}, everywhere: the formula is right up to a constant. Look for a constant factor that is "
-            f"off: a 2 from differentiating a square, a 1/n, a scale the forward applied.")
+            return (
+                f"{head}: off by sqrt({length}) = {math.sqrt(length):.4g}, the square root of {words}. "
+                f"A scale such as 1/sqrt(D) in the forward must appear in the backward too, exactly once."
+            )
+    return (
+        f"{head}, everywhere: the formula is right up to a constant. Look for a constant factor that is "
+        f"off: a 2 from differentiating a square, a 1/n, a scale the forward applied."
+    )
 
 
 def _lengths(name, ctx):
@@ -176,10 +204,14 @@ def _lengths(name, ctx):
             candidates.append((count, f"{count}, the number of elements of '{name}' {where}"))
     for other, other_shape in ctx.shapes.items():
         if other != name:
-            candidates += [(length, f"the axis length {length} (axis {axis} of '{other}')")
-                           for axis, length in enumerate(other_shape)]
-    candidates += [(length, f"the axis length {length} (axis {axis} of the output)")
-                   for axis, length in enumerate(ctx.output_shape)]
+            candidates += [
+                (length, f"the axis length {length} (axis {axis} of '{other}')")
+                for axis, length in enumerate(other_shape)
+            ]
+    candidates += [
+        (length, f"the axis length {length} (axis {axis} of the output)")
+        for axis, length in enumerate(ctx.output_shape)
+    ]
     return [(length, words) for length, words in candidates if length > 1]
 
 
@@ -207,8 +239,10 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
     """(lines, fix) for a gradient of the wrong shape; fix(g) repairs it when the slip is plain, else None."""
     gshape, shape = tuple(g.shape), tuple(shape)
     of_output = " (the output's shape)" if gshape == tuple(output_shape) else ""
-    head = (f"input '{name}' has shape {shape}, but your gradient for it has shape {gshape}{of_output}. "
-            f"A gradient always has the shape of its input.")
+    head = (
+        f"input '{name}' has shape {shape}, but your gradient for it has shape {gshape}{of_output}. "
+        f"A gradient always has the shape of its input."
+    )
     try:
         broadcast = len(gshape) >= len(shape) and np.broadcast_shapes(gshape, shape) == gshape
     except ValueError:
@@ -218,9 +252,14 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
         leading = len(gshape) - len(shape)
         added = [a for a in axes if a < leading]
         stretched = [a for a in axes if a >= leading]
-        how = " and ".join(part for part in [
-            f"along {_axes_words(added)} (added in front)" if added else "",
-            f"along {_axes_words(stretched)} (where it had size 1)" if stretched else ""] if part)
+        how = " and ".join(
+            part
+            for part in [
+                f"along {_axes_words(added)} (added in front)" if added else "",
+                f"along {_axes_words(stretched)} (where it had size 1)" if stretched else "",
+            ]
+            if part
+        )
         axis_arg = str(axes[0]) if len(axes) == 1 else str(axes)
         if not stretched:
             code = f"g{name} = g{name}.sum(axis={axis_arg})"
@@ -228,38 +267,48 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
             code = f"g{name} = g{name}.sum(axis={axis_arg}, keepdims=True)"
         else:
             code = f"g{name} = g{name}.sum(axis={axis_arg}).reshape({shape})"
-        return [head,
-                f"'{name}' was broadcast: NumPy repeated it {how} to make the output, and every copy adds "
-                f"to the loss, so its gradient is the sum over the copies. A missing sum over the broadcast "
-                f"axes: sum over {_axes_words(axes)} to get back shape {shape}:  {code}"], \
-            lambda g: g.sum(axis=axes).reshape(shape)
+        return [
+            head,
+            f"'{name}' was broadcast: NumPy repeated it {how} to make the output, and every copy adds "
+            f"to the loss, so its gradient is the sum over the copies. A missing sum over the broadcast "
+            f"axes: sum over {_axes_words(axes)} to get back shape {shape}:  {code}",
+        ], lambda g: g.sum(axis=axes).reshape(shape)
     if len(gshape) >= 2 and gshape[:-2] == shape[:-2] and gshape[-2:] == shape[-2:][::-1]:
-        return [head,
-                f"That is {shape} with its last two axes swapped: you computed the transposed gradient. "
-                f"Check the order of the factors in your matrix product and which one is transposed."], \
-            lambda g: g.swapaxes(-1, -2)
+        return [
+            head,
+            f"That is {shape} with its last two axes swapped: you computed the transposed gradient. "
+            f"Check the order of the factors in your matrix product and which one is transposed.",
+        ], lambda g: g.swapaxes(-1, -2)
     return [head] + ([shape_hint] if shape_hint else []), None
 
 
 def type_problem(name, g, shape):
     """Lines for a gradient that is not an array at all, or None when it is one."""
     if isinstance(g, Tensor):
-        return [f"Your gradient for '{name}' is a tensorlab Tensor. backward works on plain NumPy arrays "
-                f"(gy and what forward saved are arrays): compute with NumPy and return the array."]
+        return [
+            f"Your gradient for '{name}' is a tensorlab Tensor. backward works on plain NumPy arrays "
+            f"(gy and what forward saved are arrays): compute with NumPy and return the array."
+        ]
     if not (hasattr(g, "shape") and hasattr(g, "dtype")):
-        return [f"Your gradient for '{name}' is a {type(g).__name__}, not a NumPy array: return an array of "
-                f"shape {tuple(shape)}."]
+        return [
+            f"Your gradient for '{name}' is a {type(g).__name__}, not a NumPy array: return an array of "
+            f"shape {tuple(shape)}."
+        ]
     return None
 
 
 def dtype_problem(name, g, dtype):
     """Lines for a gradient whose dtype is not its input's."""
     if g.dtype.kind in "biu":
-        return [f"Your gradient for '{name}' has the integer dtype {g.dtype}; gradients are floating point, "
-                f"{dtype} here. An array made from integers (np.zeros_like(ids), dtype=int) stays integer: "
-                f"give it dtype=gy.dtype."]
-    return [f"Your gradient for '{name}' has dtype {g.dtype}, but '{name}' is {dtype}: a gradient has its "
-            f"input's dtype. Make new arrays with dtype=gy.dtype."]
+        return [
+            f"Your gradient for '{name}' has the integer dtype {g.dtype}; gradients are floating point, "
+            f"{dtype} here. An array made from integers (np.zeros_like(ids), dtype=int) stays integer: "
+            f"give it dtype=gy.dtype."
+        ]
+    return [
+        f"Your gradient for '{name}' has dtype {g.dtype}, but '{name}' is {dtype}: a gradient has its "
+        f"input's dtype. Make new arrays with dtype=gy.dtype."
+    ]
 
 
 def _axes_words(axes):

@@ -11,6 +11,7 @@ property; NumPy's own sums), each with the typical mistakes of that step named:
 - unbroadcast: which axes were summed (the leading ones only, the size-1 ones only, all, the
   wrong ones), size-1 axes dropped, a mean where a sum belongs.
 """
+
 import math
 from itertools import combinations
 
@@ -20,8 +21,10 @@ from tensorlab.exercises.student import NotWritten, StudentError, describe_excep
 from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
 
-RECURSION = ("Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
-             "(a list of nodes still to visit) instead of recursing.")
+RECURSION = (
+    "Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
+    "(a list of nodes still to visit) instead of recursing."
+)
 
 
 def check(exercise, path, out=print, time_limit=None):
@@ -45,12 +48,16 @@ def check(exercise, path, out=print, time_limit=None):
         results[title] = not lines
         return lines
 
-    runs = [(f"probe {number}/{len(probes)}  {title}", lambda title=title, probe=probe: run(title, probe))
-            for number, (title, probe) in enumerate(probes, 1)]
+    runs = [
+        (f"probe {number}/{len(probes)}  {title}", lambda title=title, probe=probe: run(title, probe))
+        for number, (title, probe) in enumerate(probes, 1)
+    ]
     failed = run_cases(runs, time_limit, out)
     if failed:
-        out(f"FAILED: {failed} of {len(probes)} probes. Start with the first failed probe above, and check again "
-            f"after each fix.")
+        out(
+            f"FAILED: {failed} of {len(probes)} probes. Start with the first failed probe above, and check again "
+            f"after each fix."
+        )
     else:
         out(f"PASSED: all {len(probes)} probes.")
     return not failed
@@ -103,8 +110,12 @@ VALUE_PROBES = [
     ("a.exp()", lambda a: a.exp(), (0.5,), "the _backward of exp"),
     ("2 * a + 1 (constants)", lambda a: 2 * a + 1, (0.3,), "mixing Values with numbers"),
     ("a * a + a (a used three times)", lambda a: a * a + a, (1.5,), "accumulate"),
-    ("x = a * b; (x + x.tanh()) * c (x reached along two paths)", lambda a, b, c: _two_paths(a * b, c),
-     (0.8, -1.2, 0.5), "order"),
+    (
+        "x = a * b; (x + x.tanh()) * c (x reached along two paths)",
+        lambda a, b, c: _two_paths(a * b, c),
+        (0.8, -1.2, 0.5),
+        "order",
+    ),
     ("a shared node: x = a * b; y = x.tanh(); (x * y + y.exp()) * x", lambda a, b: _shared(a, b), (0.6, 0.9), "order"),
     ("a chain of 3000 ops", _chain, (0.4,), "deep"),
 ]
@@ -126,33 +137,42 @@ def _value_probe(title, expression, values, meaning):
         loss = _call(f"building {title}", path, lambda: expression(*xs))
         expected = expression(*[_Float(v) for v in values]).data
         if not math.isclose(getattr(loss, "data", float("nan")), expected, rel_tol=1e-9, abs_tol=1e-12):
-            return [f"{title} gives data {getattr(loss, 'data', loss)!r}, expected {expected:.8g}: the forward value "
-                    f"is wrong (check the arithmetic each op puts in its output Value)."]
+            return [
+                f"{title} gives data {getattr(loss, 'data', loss)!r}, expected {expected:.8g}: the forward value "
+                f"is wrong (check the arithmetic each op puts in its output Value)."
+            ]
         _call(f"backward() of {title}", path, loss.backward)
         names = "abc"
         wrong = []
-        for i, (x, v) in enumerate(zip(xs, values)):
+        for i, x in enumerate(xs):
             numeric = _numeric(expression, values, i)
             if not math.isclose(x.grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
                 wrong.append(f"{names[i]}.grad is {x.grad:.8g}, expected {numeric:.8g}")
         if not wrong:
             return []
         return ["; ".join(wrong) + "."] + _value_diagnosis(meaning, xs, results)
+
     return probe
 
 
 def _value_diagnosis(meaning, xs, results):
     locals_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:5])
     if all(x.grad == 0 for x in xs):
-        return ["No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
-                "Value it depends on, and does each op set out._backward?"]
+        return [
+            "No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
+            "Value it depends on, and does each op set out._backward?"
+        ]
     if meaning == "accumulate" and locals_right:
-        return ["Forgetting to accumulate: a Value used more than once gets a gradient from each use, and they add "
-                "up. In every _backward write `self.grad += ...`, not `self.grad = ...`."]
+        return [
+            "Forgetting to accumulate: a Value used more than once gets a gradient from each use, and they add "
+            "up. In every _backward write `self.grad += ...`, not `self.grad = ...`."
+        ]
     if meaning in ("order", "deep") and locals_right and results.get(VALUE_PROBES[5][0], False):
-        return ["Visiting a node before its consumers: a shared Value's _backward ran before every Value that uses "
-                "it had added into its grad (or ran twice). Build a topological order of the whole graph first, "
-                "each Value once, then call _backward in that order reversed."]
+        return [
+            "Visiting a node before its consumers: a shared Value's _backward ran before every Value that uses "
+            "it had added into its grad (or ran twice). Build a topological order of the whole graph first, "
+            "each Value once, then call _backward in that order reversed."
+        ]
     if meaning.startswith("the _backward"):
         return [f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad)."]
     return []
@@ -162,6 +182,7 @@ def _numeric(expression, values, i, eps=1e-6):
     def at(shift):
         shifted = [v + shift if j == i else v for j, v in enumerate(values)]
         return expression(*[_Float(v) for v in shifted]).data
+
     return (at(eps) - at(-eps)) / (2 * eps)
 
 
@@ -231,30 +252,45 @@ def _topo_probe(title, make):
             counts[id(node)] = counts.get(id(node), 0) + 1
         missing = [n.name for key, n in nodes.items() if key not in counts]
         if missing:
-            return [f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
-                    f".parents all the way down), or its gradient is never passed on."]
+            return [
+                f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
+                f".parents all the way down), or its gradient is never passed on."
+            ]
         twice = [n.name for key, n in nodes.items() if counts[key] > 1]
         if twice:
-            return [f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
-                    f"set of the nodes already visited): the backward walk would run its _backward twice and count "
-                    f"its gradient twice."]
+            return [
+                f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
+                f"set of the nodes already visited): the backward walk would run its _backward twice and count "
+                f"its gradient twice."
+            ]
         position = {id(node): i for i, node in enumerate(order)}
         for node in order:
             for parent in node.parents:
                 if position[id(parent)] > position[id(node)]:
-                    return [f"In your order {node.name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
-                            f"The backward walk goes through the order reversed, so it would visit {parent.name!r} "
-                            f"before its consumer {node.name!r} has added its share into {parent.name!r}'s gradient: "
-                            f"put a node in the order only after all of its parents."]
+                    return [
+                        f"In your order {node.name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
+                        f"The backward walk goes through the order reversed, so it would visit {parent.name!r} "
+                        f"before its consumer {node.name!r} has added its share into {parent.name!r}'s gradient: "
+                        f"put a node in the order only after all of its parents."
+                    ]
         if order[-1] is not root:
             return ["root must come last: every other node is one of its ancestors."]
         return []
+
     return probe
 
 
 # ----- unbroadcast -------------------------------------------------------------------------------------------------
-UNBROADCAST_SHAPES = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((4, 2, 3), (2, 1)), ((2, 3), (2, 3)),
-                      ((3,), ()), ((5, 1, 3), (1, 1, 3)), ((2, 3, 4), (3, 1))]
+UNBROADCAST_SHAPES = [
+    ((2, 3), (3,)),
+    ((2, 3), (1, 3)),
+    ((2, 3), (2, 1)),
+    ((4, 2, 3), (2, 1)),
+    ((2, 3), (2, 3)),
+    ((3,), ()),
+    ((5, 1, 3), (1, 1, 3)),
+    ((2, 3, 4), (3, 1)),
+]
 
 
 def _unbroadcast_probe(grad_shape, shape):
@@ -270,12 +306,16 @@ def _unbroadcast_probe(grad_shape, shape):
         if got_shape == tuple(shape) and np.allclose(got, expected, rtol=1e-12, atol=1e-12):
             return []
         leading = len(grad_shape) - len(shape)
-        right_axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape)
-                                                   if n == 1 and grad_shape[leading + i] != 1)
-        head = (f"unbroadcast(grad of shape {grad_shape}, {shape}) returned shape {got_shape}" +
-                ("" if got_shape != tuple(shape) else " with the wrong values") +
-                f"; the right answer sums over axes {right_axes} and has shape {tuple(shape)}.")
+        right_axes = tuple(range(leading)) + tuple(
+            leading + i for i, n in enumerate(shape) if n == 1 and grad_shape[leading + i] != 1
+        )
+        head = (
+            f"unbroadcast(grad of shape {grad_shape}, {shape}) returned shape {got_shape}"
+            + ("" if got_shape != tuple(shape) else " with the wrong values")
+            + f"; the right answer sums over axes {right_axes} and has shape {tuple(shape)}."
+        )
         return [head] + _unbroadcast_diagnosis(grad, shape, got, right_axes, leading)
+
     return probe
 
 
@@ -288,8 +328,12 @@ def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
             for reshaped in (candidate, _fit(candidate, shape)):
                 if reshaped is not None and reshaped.shape == got.shape and np.allclose(reshaped, got):
                     return [_axes_words(axes, right_axes, leading, grad.ndim, shape, got.shape)]
-            if axes and _fit(mean, shape) is not None and _fit(mean, shape).shape == got.shape and \
-                    np.allclose(_fit(mean, shape), got):
+            if (
+                axes
+                and _fit(mean, shape) is not None
+                and _fit(mean, shape).shape == got.shape
+                and np.allclose(_fit(mean, shape), got)
+            ):
                 return ["You took a mean where a sum belongs: every copy of an element adds its whole gradient."]
     return []
 
@@ -297,19 +341,27 @@ def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
 def _axes_words(axes, right_axes, leading, ndim, shape, got_shape):
     added, stretched = set(range(leading)), set(right_axes) - set(range(leading))
     if set(axes) == set(right_axes) and got_shape != tuple(shape):
-        return (f"You summed over the right axes {axes}, but the result must have shape {tuple(shape)}: keep the "
-                f"stretched size-1 axes (keepdims=True) and drop the added ones (reshape to `shape`).")
+        return (
+            f"You summed over the right axes {axes}, but the result must have shape {tuple(shape)}: keep the "
+            f"stretched size-1 axes (keepdims=True) and drop the added ones (reshape to `shape`)."
+        )
     if set(axes) == added and stretched:
-        return (f"Summing over the wrong axes: you summed only the axes added in front {tuple(sorted(added))}; the "
-                f"axes where `shape` has size 1 and grad does not, {tuple(sorted(stretched))}, were stretched by "
-                f"broadcasting too and must be summed (keeping size 1).")
+        return (
+            f"Summing over the wrong axes: you summed only the axes added in front {tuple(sorted(added))}; the "
+            f"axes where `shape` has size 1 and grad does not, {tuple(sorted(stretched))}, were stretched by "
+            f"broadcasting too and must be summed (keeping size 1)."
+        )
     if set(axes) == stretched and added:
-        return (f"Summing over the wrong axes: you summed only the stretched size-1 axes {tuple(sorted(stretched))}; "
-                f"the axes added in front, {tuple(sorted(added))}, must be summed away as well.")
+        return (
+            f"Summing over the wrong axes: you summed only the stretched size-1 axes {tuple(sorted(stretched))}; "
+            f"the axes added in front, {tuple(sorted(added))}, must be summed away as well."
+        )
     if len(axes) == ndim > 1:
         return "You summed over every axis: only the broadcast ones are summed; the others keep their length."
-    return (f"Summing over the wrong axes: you summed over axes {axes}, but broadcasting added or stretched axes "
-            f"{right_axes}. Line up the shapes from the right: leading extra axes, then axes where `shape` has 1.")
+    return (
+        f"Summing over the wrong axes: you summed over axes {axes}, but broadcasting added or stretched axes "
+        f"{right_axes}. Line up the shapes from the right: leading extra axes, then axes where `shape` has 1."
+    )
 
 
 def _axis_sets(ndim):
@@ -323,11 +375,15 @@ def _fit(array, shape):
         return None
 
 
-TARGETS = {"value": ("Value", "class"), "topo": ("topological_order", "function"),
-           "unbroadcast": ("unbroadcast", "function")}
+TARGETS = {
+    "value": ("Value", "class"),
+    "topo": ("topological_order", "function"),
+    "unbroadcast": ("unbroadcast", "function"),
+}
 PROBES = {
-    "value": [(title, _value_probe(title, expression, values, meaning))
-              for title, expression, values, meaning in VALUE_PROBES],
+    "value": [
+        (title, _value_probe(title, expression, values, meaning)) for title, expression, values, meaning in VALUE_PROBES
+    ],
     "topo": [(title, _topo_probe(title, make)) for title, make in TOPO_GRAPHS],
     "unbroadcast": [(f"grad {g} -> shape {s}", _unbroadcast_probe(g, s)) for g, s in UNBROADCAST_SHAPES],
 }

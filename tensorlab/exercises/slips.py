@@ -14,6 +14,7 @@ tensorlab/ops/ hold the right backwards anyway).
 SLIPS maps a class name (the exercise's class in the student's file) to its slips, in the
 order they are tried.
 """
+
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -24,8 +25,8 @@ from tensorlab.ops.broadcast import unbroadcast
 
 @dataclass
 class Slip:
-    name: str      # for tests and teachers: 'softmax_diagonal_only'
-    says: str      # what the student reads; may use {axis}, {eps} ... from the case's settings
+    name: str  # for tests and teachers: 'softmax_diagonal_only'
+    says: str  # what the student reads; may use {axis}, {eps} ... from the case's settings
     grads: object  # s -> {input name: the gradient this mistake gives}
 
 
@@ -35,48 +36,75 @@ def _axis_of(s):
 
 def _try(compute):
     """compute(), or {} when the mistake cannot even be written for these shapes."""
+
     def grads(s):
         try:
             with np.errstate(all="ignore"):
                 return compute(s)
         except (ValueError, IndexError):
             return {}
+
     return grads
 
 
 # ----- matmul: which factor is transposed, and on which side ----------------------------------------------------
 MATMUL = [
-    Slip("b_not_transposed", "In ga you multiply gy by b where its transpose belongs: y = a b, so ga = gy b^T "
-         "(the square shape hid the slip; with b of shape (k, m), gy b would not even fit).",
-         _try(lambda s: {"a": s.gy @ s.x["b"]})),
-    Slip("a_not_transposed", "In gb you multiply a by gy where a's transpose belongs: gb = a^T gy "
-         "(the square shape hid the slip).",
-         _try(lambda s: {"b": s.x["a"] @ s.gy})),
-    Slip("ga_factors_swapped", "In ga the factors are in the wrong order: b^T gy instead of gy b^T. Matrix products "
-         "do not commute; gy stays on the side of a's output rows, the left.",
-         _try(lambda s: {"a": s.x["b"].T @ s.gy})),
-    Slip("gb_factors_swapped", "In gb the factors are in the wrong order: gy a^T instead of a^T gy. gy stays on the "
-         "right, where b's output columns are.",
-         _try(lambda s: {"b": s.gy @ s.x["a"].T})),
+    Slip(
+        "b_not_transposed",
+        "In ga you multiply gy by b where its transpose belongs: y = a b, so ga = gy b^T "
+        "(the square shape hid the slip; with b of shape (k, m), gy b would not even fit).",
+        _try(lambda s: {"a": s.gy @ s.x["b"]}),
+    ),
+    Slip(
+        "a_not_transposed",
+        "In gb you multiply a by gy where a's transpose belongs: gb = a^T gy (the square shape hid the slip).",
+        _try(lambda s: {"b": s.x["a"] @ s.gy}),
+    ),
+    Slip(
+        "ga_factors_swapped",
+        "In ga the factors are in the wrong order: b^T gy instead of gy b^T. Matrix products "
+        "do not commute; gy stays on the side of a's output rows, the left.",
+        _try(lambda s: {"a": s.x["b"].T @ s.gy}),
+    ),
+    Slip(
+        "gb_factors_swapped",
+        "In gb the factors are in the wrong order: gy a^T instead of a^T gy. gy stays on the "
+        "right, where b's output columns are.",
+        _try(lambda s: {"b": s.gy @ s.x["a"].T}),
+    ),
 ]
 
 # ----- exp and log: the local derivative -----------------------------------------------------------------------
 EXP = [
-    Slip("exp_of_gy", "You took exp of gy: the chain rule multiplies, gx = gy * (dy/dx), it does not compose.",
-         lambda s: {"x": np.exp(s.gy)}),
+    Slip(
+        "exp_of_gy",
+        "You took exp of gy: the chain rule multiplies, gx = gy * (dy/dx), it does not compose.",
+        lambda s: {"x": np.exp(s.gy)},
+    ),
 ]
 LOG = [
-    Slip("log_times_x", "You multiplied by x where the derivative of log divides by it: d log(x)/dx = 1/x.",
-         lambda s: {"x": s.gy * s.x["x"]}),
-    Slip("log_times_log", "You multiplied gy by log(x), the forward's value; the derivative of log(x) is 1/x.",
-         lambda s: {"x": s.gy * np.log(s.x["x"])}),
-    Slip("log_over_x_squared", "You divided by x^2: d log(x)/dx = 1/x (1/x^2 is, up to sign, the derivative of 1/x).",
-         lambda s: {"x": s.gy / s.x["x"] ** 2}),
+    Slip(
+        "log_times_x",
+        "You multiplied by x where the derivative of log divides by it: d log(x)/dx = 1/x.",
+        lambda s: {"x": s.gy * s.x["x"]},
+    ),
+    Slip(
+        "log_times_log",
+        "You multiplied gy by log(x), the forward's value; the derivative of log(x) is 1/x.",
+        lambda s: {"x": s.gy * np.log(s.x["x"])},
+    ),
+    Slip(
+        "log_over_x_squared",
+        "You divided by x^2: d log(x)/dx = 1/x (1/x^2 is, up to sign, the derivative of 1/x).",
+        lambda s: {"x": s.gy / s.x["x"] ** 2},
+    ),
 ]
+
 
 # ----- softmax: the diagonal, the row-sum term, its sign, its axis ----------------------------------------------
 def _softmax_with(term_sign=-1.0, diagonal_only=False, keepdims=True, axis=None):
     """y (gy + term_sign * rowsum(gy y)) with the row sum along `axis` (None: the right one), or y (1 - y) gy."""
+
     def compute(s):
         y, gy = s.y, s.gy
         if diagonal_only:
@@ -86,27 +114,53 @@ def _softmax_with(term_sign=-1.0, diagonal_only=False, keepdims=True, axis=None)
             return {}
         rowsum = (gy * y).sum(axis=own if axis is None else axis, keepdims=keepdims)
         return {"x": y * (gy + term_sign * rowsum)}
+
     return _try(compute)
 
 
 SOFTMAX = [
-    Slip("softmax_diagonal_only", "You used y(1 - y), the derivative of each output with respect to its own input "
-         "only (the Jacobian's diagonal, as for a sigmoid). In softmax every output of a row depends on every input "
-         "of the row: the off-diagonal terms dy_i/dx_j = -y_i y_j add up to a row-sum term.",
-         _softmax_with(diagonal_only=True)),
-    Slip("softmax_rowsum_dropped", "The row-sum term is missing: your gradient is y * gy, the diagonal part alone. "
-         "Every other output of the row also moves with x_j: subtract the sum over the row of gy * y "
-         "(along self.axis, keepdims=True), then multiply by y.", _softmax_with(term_sign=0.0)),
-    Slip("softmax_rowsum_sign", "The row-sum term has the wrong sign: it is subtracted, y * (gy - sum(gy * y)), "
-         "because dy_i/dx_j = -y_i y_j for i != j.", _softmax_with(term_sign=+1.0)),
-    Slip("softmax_no_keepdims", "Your row sum lost its axis (no keepdims=True), and NumPy broadcast it along the "
-         "wrong axis: each row got another row's sum. Keep the summed axis: .sum(axis=self.axis, keepdims=True).",
-         _softmax_with(keepdims=False)),
-    Slip("softmax_rowsum_without_y", "Your row-sum term sums gy alone: it is the sum over the row of gy * y, each "
-         "gy_i weighted by its own y_i (from dy_i/dx_j = -y_i y_j).",
-         _try(lambda s: {"x": s.y * (s.gy - s.gy.sum(axis=_axis_of(s), keepdims=True))})),
-] + [Slip(f"softmax_sum_along_{a}", f"Your row sum runs along axis {a}, but this softmax was taken along axis "
-          "{axis}: sum along self.axis, the axis the forward normalised.", _softmax_with(axis=a)) for a in range(3)]
+    Slip(
+        "softmax_diagonal_only",
+        "You used y(1 - y), the derivative of each output with respect to its own input "
+        "only (the Jacobian's diagonal, as for a sigmoid). In softmax every output of a row depends on every input "
+        "of the row: the off-diagonal terms dy_i/dx_j = -y_i y_j add up to a row-sum term.",
+        _softmax_with(diagonal_only=True),
+    ),
+    Slip(
+        "softmax_rowsum_dropped",
+        "The row-sum term is missing: your gradient is y * gy, the diagonal part alone. "
+        "Every other output of the row also moves with x_j: subtract the sum over the row of gy * y "
+        "(along self.axis, keepdims=True), then multiply by y.",
+        _softmax_with(term_sign=0.0),
+    ),
+    Slip(
+        "softmax_rowsum_sign",
+        "The row-sum term has the wrong sign: it is subtracted, y * (gy - sum(gy * y)), "
+        "because dy_i/dx_j = -y_i y_j for i != j.",
+        _softmax_with(term_sign=+1.0),
+    ),
+    Slip(
+        "softmax_no_keepdims",
+        "Your row sum lost its axis (no keepdims=True), and NumPy broadcast it along the "
+        "wrong axis: each row got another row's sum. Keep the summed axis: .sum(axis=self.axis, keepdims=True).",
+        _softmax_with(keepdims=False),
+    ),
+    Slip(
+        "softmax_rowsum_without_y",
+        "Your row-sum term sums gy alone: it is the sum over the row of gy * y, each "
+        "gy_i weighted by its own y_i (from dy_i/dx_j = -y_i y_j).",
+        _try(lambda s: {"x": s.y * (s.gy - s.gy.sum(axis=_axis_of(s), keepdims=True))}),
+    ),
+] + [
+    Slip(
+        f"softmax_sum_along_{a}",
+        f"Your row sum runs along axis {a}, but this softmax was taken along axis "
+        "{axis}: sum along self.axis, the axis the forward normalised.",
+        _softmax_with(axis=a),
+    )
+    for a in range(3)
+]
+
 
 # ----- cross-entropy: the one-hot term ----------------------------------------------------------------------------
 def _one_hot(s):
@@ -120,19 +174,31 @@ def _nll(with_p):
     def compute(s):
         p, t = np.exp(s.value["log_p"]), s.x["targets"]
         return {"logits": s.gy * with_p(p, t) / len(t)}
+
     return compute
 
 
 LOG_SOFTMAX_NLL = [
-    Slip("nll_minus_one_everywhere", "You subtracted 1 from every element: the 1 belongs only at each row's target. "
-         "The gradient is softmax minus the one-hot of the targets: p[n, targets[n]] - 1, and p elsewhere.",
-         _nll(lambda p, t: p - 1)),
-    Slip("nll_log_probabilities", "You used the log-probabilities where the probabilities belong: the gradient "
-         "is softmax(logits) minus the one-hot, and softmax is exp of log_softmax.",
-         _try(lambda s: {"logits": s.gy * (s.value["log_p"] - _one_hot(s)) / len(s.x["targets"])})),
-    Slip("nll_one_hot_omitted", "The one-hot term is missing: your gradient is the softmax p alone. The loss "
-         "picks -log p[n, targets[n]], so subtract 1 at column targets[n] of each row n.", _nll(lambda p, t: p)),
+    Slip(
+        "nll_minus_one_everywhere",
+        "You subtracted 1 from every element: the 1 belongs only at each row's target. "
+        "The gradient is softmax minus the one-hot of the targets: p[n, targets[n]] - 1, and p elsewhere.",
+        _nll(lambda p, t: p - 1),
+    ),
+    Slip(
+        "nll_log_probabilities",
+        "You used the log-probabilities where the probabilities belong: the gradient "
+        "is softmax(logits) minus the one-hot, and softmax is exp of log_softmax.",
+        _try(lambda s: {"logits": s.gy * (s.value["log_p"] - _one_hot(s)) / len(s.x["targets"])}),
+    ),
+    Slip(
+        "nll_one_hot_omitted",
+        "The one-hot term is missing: your gradient is the softmax p alone. The loss "
+        "picks -log p[n, targets[n]], so subtract 1 at column targets[n] of each row n.",
+        _nll(lambda p, t: p),
+    ),
 ]
+
 
 # ----- RMSNorm: the normaliser depends on x; eps inside the square root -------------------------------------------
 def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
@@ -142,6 +208,7 @@ def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
     inside the usual r (g - xhat mean(g xhat)); the other arguments drop, flip or resize the
     term that comes through dr/dx.
     """
+
     def compute(s):
         x, w, eps = s.x["x"], s.x["weight"], s.settings.get("eps", 1e-5)
         ms = (x * x).mean(axis=-1, keepdims=True)
@@ -150,6 +217,7 @@ def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
         if not extra_term:
             return {"x": r * g}
         return {"x": r * (g + sign * xhat * reduce(g * xhat, axis=-1, keepdims=True))}
+
     return compute
 
 
@@ -163,29 +231,57 @@ def _r_inside(ms, eps):
 
 
 RMS_NORM = [
-    Slip("rms_normaliser_constant", "You treated the normaliser r = 1/sqrt(mean(x^2) + eps) as a constant, but it "
-         "depends on x: every x_j of a row changes r. Add the term that comes through r, "
-         "using dr/dx_j = -r^3 x_j / C.", _rms(extra_term=False)),
-    Slip("rms_term_sign", "The term that comes through the normaliser has the wrong sign: r falls as x_j grows "
-         "(dr/dx_j = -r^3 x_j / C), so that term is subtracted.", _rms(sign=+1.0)),
-    Slip("rms_sum_for_mean", "The term through the normaliser is C times too large: it needs the mean over the row "
-         "(the 1/C of mean(x^2)), and you summed.", _rms(reduce=np.sum)),
-    Slip("rms_eps_dropped", "Your gradient is right for eps = 0: eps is missing from the normaliser you used in "
-         "backward. Use self.r (it has eps inside the square root), or recompute it with sqrt(mean(x^2) + eps).",
-         _rms(lambda ms, eps: 1 / np.sqrt(ms))),
-    Slip("rms_eps_outside_sqrt", "Your normaliser has eps outside the square root, 1/(sqrt(mean(x^2)) + eps); the "
-         "forward has it inside, 1/sqrt(mean(x^2) + eps). Use self.r, or recompute it the forward's way.",
-         _rms(lambda ms, eps: 1 / (np.sqrt(ms) + eps))),
-    Slip("rms_weight_left_out", "The weight is missing from gx: y = xhat * weight, so the gradient reaching xhat "
-         "is g = gy * weight, and everything after uses g, not gy.",
-         _try(lambda s: _rms()(_with_weight_one(s)))),
-    Slip("rms_weight_grad_without_xhat", "gweight is missing the factor xhat: y = xhat * weight, so gweight = sum "
-         "over rows of gy * xhat, not of gy alone.",
-         _try(lambda s: {"weight": s.gy.reshape(-1, s.gy.shape[-1]).sum(axis=0)})),
-    Slip("rms_weight_grad_uses_x", "gweight uses x where the normalised xhat = x * r belongs: y = xhat * weight, "
-         "so gweight = sum over rows of gy * xhat.",
-         _try(lambda s: {"weight": (s.gy * s.x["x"]).reshape(-1, s.gy.shape[-1]).sum(axis=0)})),
+    Slip(
+        "rms_normaliser_constant",
+        "You treated the normaliser r = 1/sqrt(mean(x^2) + eps) as a constant, but it "
+        "depends on x: every x_j of a row changes r. Add the term that comes through r, "
+        "using dr/dx_j = -r^3 x_j / C.",
+        _rms(extra_term=False),
+    ),
+    Slip(
+        "rms_term_sign",
+        "The term that comes through the normaliser has the wrong sign: r falls as x_j grows "
+        "(dr/dx_j = -r^3 x_j / C), so that term is subtracted.",
+        _rms(sign=+1.0),
+    ),
+    Slip(
+        "rms_sum_for_mean",
+        "The term through the normaliser is C times too large: it needs the mean over the row "
+        "(the 1/C of mean(x^2)), and you summed.",
+        _rms(reduce=np.sum),
+    ),
+    Slip(
+        "rms_eps_dropped",
+        "Your gradient is right for eps = 0: eps is missing from the normaliser you used in "
+        "backward. Use self.r (it has eps inside the square root), or recompute it with sqrt(mean(x^2) + eps).",
+        _rms(lambda ms, eps: 1 / np.sqrt(ms)),
+    ),
+    Slip(
+        "rms_eps_outside_sqrt",
+        "Your normaliser has eps outside the square root, 1/(sqrt(mean(x^2)) + eps); the "
+        "forward has it inside, 1/sqrt(mean(x^2) + eps). Use self.r, or recompute it the forward's way.",
+        _rms(lambda ms, eps: 1 / (np.sqrt(ms) + eps)),
+    ),
+    Slip(
+        "rms_weight_left_out",
+        "The weight is missing from gx: y = xhat * weight, so the gradient reaching xhat "
+        "is g = gy * weight, and everything after uses g, not gy.",
+        _try(lambda s: _rms()(_with_weight_one(s))),
+    ),
+    Slip(
+        "rms_weight_grad_without_xhat",
+        "gweight is missing the factor xhat: y = xhat * weight, so gweight = sum "
+        "over rows of gy * xhat, not of gy alone.",
+        _try(lambda s: {"weight": s.gy.reshape(-1, s.gy.shape[-1]).sum(axis=0)}),
+    ),
+    Slip(
+        "rms_weight_grad_uses_x",
+        "gweight uses x where the normalised xhat = x * r belongs: y = xhat * weight, "
+        "so gweight = sum over rows of gy * xhat.",
+        _try(lambda s: {"weight": (s.gy * s.x["x"]).reshape(-1, s.gy.shape[-1]).sum(axis=0)}),
+    ),
 ]
+
 
 # ----- embedding: repeats add up ---------------------------------------------------------------------------------
 def _overwritten(s):
@@ -196,14 +292,23 @@ def _overwritten(s):
 
 
 EMBEDDING = [
-    Slip("embedding_overwritten", "Repeated ids overwrite each other: `gw[ids] = gy` (and `gw[ids] += gy`, which "
-         "NumPy buffers) keeps only the last of the repeats. Every use of a row adds to its gradient: "
-         "np.add.at(gw, ids, gy).", _overwritten),
+    Slip(
+        "embedding_overwritten",
+        "Repeated ids overwrite each other: `gw[ids] = gy` (and `gw[ids] += gy`, which "
+        "NumPy buffers) keeps only the last of the repeats. Every use of a row adds to its gradient: "
+        "np.add.at(gw, ids, gy).",
+        _overwritten,
+    ),
 ]
+
 
 # ----- attention: the scale, the transposes, the softmax step ----------------------------------------------------
 def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None):
-    """The attention gradients with pieces replaced: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP), g_p(gy, v)."""
+    """The attention gradients with pieces replaced.
+
+    The pieces: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP), g_p(gy, v).
+    """
+
     def compute(s):
         q, k = s.x["q"], s.x["k"]
         P, gP = s.value["P"], s.grad["P"] if g_p is None else g_p(s.gy, s.x["v"])
@@ -220,6 +325,7 @@ def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None):
         if gv:
             out["v"] = gv(P, s.gy)
         return out
+
     return _try(compute)
 
 
@@ -228,52 +334,99 @@ def _softmax_step(P, gP):
 
 
 CAUSAL_ATTENTION = [
-    Slip("attention_scale_inverted", "You multiplied by sqrt(D) where the forward divides by it: the scores are "
-         "q k^T / sqrt(D), so gq and gk each get the factor 1/sqrt(D) (not sqrt(D)).",
-         _attention(gq=lambda gS, k, c: gS @ k / c, gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q / c)),
-    Slip("attention_scale_missing", "The 1/sqrt(D) scale of the scores is missing from your gq and gk: "
-         "S = q k^T / sqrt(D), so both carry it.",
-         _attention(gq=lambda gS, k, c: gS @ k, gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q)),
-    Slip("attention_gk_not_transposed", "In gk, gS is not transposed: S = q k^T, so gk = gS^T q / sqrt(D). gS q "
-         "mixes up which position is the query (rows of S) and which the key (columns).",
-         _attention(gk=lambda gS, q, c: gS @ q * c)),
-    Slip("attention_gq_transposed", "In gq, gS is transposed: gq = gS k / sqrt(D) (rows of S are queries).",
-         _attention(gq=lambda gS, k, c: gS.swapaxes(-1, -2) @ k * c)),
-    Slip("attention_gq_k_transposed", "In gq, k is transposed: S = q k^T, so gq = gS k / sqrt(D) (k as it is; "
-         "the square shape hid the slip).", _attention(gq=lambda gS, k, c: gS @ k.swapaxes(-1, -2) * c)),
-    Slip("attention_gp_v_not_transposed", "In gP, v is not transposed: y = P v, so gP = gy v^T (the square "
-         "shape hid the slip).", _attention(g_p=lambda gy, v: gy @ v)),
-    Slip("attention_gv_not_transposed", "In gv, P is not transposed: y = P v, so gv = P^T gy.",
-         _attention(gv=lambda P, gy: P @ gy)),
-    Slip("attention_softmax_diagonal_only", "In the softmax step you used P(1 - P), the Jacobian's diagonal only. "
-         "Every weight of a row depends on every score of the row: gS = P * (gP - rowsum(gP * P)).",
-         _attention(g_s=lambda P, gP: P * (1 - P) * gP)),
-    Slip("attention_softmax_rowsum_dropped", "In the softmax step the row-sum term is missing: gS = P * gP alone. "
-         "Subtract the sum over each row of gP * P before multiplying by P.",
-         _attention(g_s=lambda P, gP: P * gP)),
-    Slip("attention_softmax_rowsum_sign", "In the softmax step the row-sum term has the wrong sign: it is "
-         "subtracted, gS = P * (gP - rowsum(gP * P)).",
-         _attention(g_s=lambda P, gP: P * (gP + (gP * P).sum(axis=-1, keepdims=True)))),
+    Slip(
+        "attention_scale_inverted",
+        "You multiplied by sqrt(D) where the forward divides by it: the scores are "
+        "q k^T / sqrt(D), so gq and gk each get the factor 1/sqrt(D) (not sqrt(D)).",
+        _attention(gq=lambda gS, k, c: gS @ k / c, gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q / c),
+    ),
+    Slip(
+        "attention_scale_missing",
+        "The 1/sqrt(D) scale of the scores is missing from your gq and gk: S = q k^T / sqrt(D), so both carry it.",
+        _attention(gq=lambda gS, k, c: gS @ k, gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q),
+    ),
+    Slip(
+        "attention_gk_not_transposed",
+        "In gk, gS is not transposed: S = q k^T, so gk = gS^T q / sqrt(D). gS q "
+        "mixes up which position is the query (rows of S) and which the key (columns).",
+        _attention(gk=lambda gS, q, c: gS @ q * c),
+    ),
+    Slip(
+        "attention_gq_transposed",
+        "In gq, gS is transposed: gq = gS k / sqrt(D) (rows of S are queries).",
+        _attention(gq=lambda gS, k, c: gS.swapaxes(-1, -2) @ k * c),
+    ),
+    Slip(
+        "attention_gq_k_transposed",
+        "In gq, k is transposed: S = q k^T, so gq = gS k / sqrt(D) (k as it is; the square shape hid the slip).",
+        _attention(gq=lambda gS, k, c: gS @ k.swapaxes(-1, -2) * c),
+    ),
+    Slip(
+        "attention_gp_v_not_transposed",
+        "In gP, v is not transposed: y = P v, so gP = gy v^T (the square shape hid the slip).",
+        _attention(g_p=lambda gy, v: gy @ v),
+    ),
+    Slip(
+        "attention_gv_not_transposed",
+        "In gv, P is not transposed: y = P v, so gv = P^T gy.",
+        _attention(gv=lambda P, gy: P @ gy),
+    ),
+    Slip(
+        "attention_softmax_diagonal_only",
+        "In the softmax step you used P(1 - P), the Jacobian's diagonal only. "
+        "Every weight of a row depends on every score of the row: gS = P * (gP - rowsum(gP * P)).",
+        _attention(g_s=lambda P, gP: P * (1 - P) * gP),
+    ),
+    Slip(
+        "attention_softmax_rowsum_dropped",
+        "In the softmax step the row-sum term is missing: gS = P * gP alone. "
+        "Subtract the sum over each row of gP * P before multiplying by P.",
+        _attention(g_s=lambda P, gP: P * gP),
+    ),
+    Slip(
+        "attention_softmax_rowsum_sign",
+        "In the softmax step the row-sum term has the wrong sign: it is subtracted, gS = P * (gP - rowsum(gP * P)).",
+        _attention(g_s=lambda P, gP: P * (gP + (gP * P).sum(axis=-1, keepdims=True))),
+    ),
 ]
+
 
 # ----- the new Function: sqrt's chain rule -------------------------------------------------------------------------
 def _hypot(local):
     """ga, gb for y = sqrt(a^2 + b^2) with the local derivative dy/da = local(a, y), summed to each input's shape."""
+
     def compute(s):
         a, b, y = s.x["a"], s.x["b"], s.y
         return {"a": unbroadcast(s.gy * local(a, y), a.shape), "b": unbroadcast(s.gy * local(b, y), b.shape)}
+
     return _try(compute)
 
 
 HYPOT = [
-    Slip("hypot_no_division", "You left out the division by y: y = sqrt(u) with u = a^2 + b^2, and "
-         "d sqrt(u)/du = 1 / (2 sqrt(u)), so dy/da = a / y.", _hypot(lambda a, y: a)),
-    Slip("hypot_times_y", "You multiplied by y where the chain rule through sqrt divides by it: dy/da = a / y.",
-         _hypot(lambda a, y: a * y)),
+    Slip(
+        "hypot_no_division",
+        "You left out the division by y: y = sqrt(u) with u = a^2 + b^2, and "
+        "d sqrt(u)/du = 1 / (2 sqrt(u)), so dy/da = a / y.",
+        _hypot(lambda a, y: a),
+    ),
+    Slip(
+        "hypot_times_y",
+        "You multiplied by y where the chain rule through sqrt divides by it: dy/da = a / y.",
+        _hypot(lambda a, y: a * y),
+    ),
 ]
 
-SLIPS = {"Hypot": HYPOT, "MatMul": MATMUL, "Exp": EXP, "Log": LOG, "Softmax": SOFTMAX, "LogSoftmaxNLL": LOG_SOFTMAX_NLL,
-         "RMSNorm": RMS_NORM, "Embedding": EMBEDDING, "CausalAttention": CAUSAL_ATTENTION}
+SLIPS = {
+    "Hypot": HYPOT,
+    "MatMul": MATMUL,
+    "Exp": EXP,
+    "Log": LOG,
+    "Softmax": SOFTMAX,
+    "LogSoftmaxNLL": LOG_SOFTMAX_NLL,
+    "RMSNorm": RMS_NORM,
+    "Embedding": EMBEDDING,
+    "CausalAttention": CAUSAL_ATTENTION,
+}
 
 
 def recognise(cls_name, s, student, wrong, close):
@@ -281,8 +434,14 @@ def recognise(cls_name, s, student, wrong, close):
     found = []
     for slip in SLIPS.get(cls_name, []):
         predicted = slip.grads(s)
-        explains = [name for name in wrong if name in predicted and student.get(name) is not None
-                    and close(student[name], predicted[name]) and not close(predicted[name], s.grad[name])]
+        explains = [
+            name
+            for name in wrong
+            if name in predicted
+            and student.get(name) is not None
+            and close(student[name], predicted[name])
+            and not close(predicted[name], s.grad[name])
+        ]
         if explains:
             found.append((slip, explains))
     return found

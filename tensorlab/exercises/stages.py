@@ -7,6 +7,7 @@ gradient of every named intermediate as well as of every input: the stages of th
 the order a backward meets them. Nothing here is a hand-written backward; the checker compares
 the student's variables with these numbers to say which step first goes wrong.
 """
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,8 +23,10 @@ def reference(graph, names, inputs, settings, gy):
     grad[name]: the right gradient of every input and named stage; stages: the stage names
     in the order backward reaches them.
     """
-    tensors = [Tensor(np.array(x, dtype=np.float64) if x.dtype.kind == "f" else x, requires_grad=x.dtype.kind == "f")
-               for x in inputs]
+    tensors = [
+        Tensor(np.array(x, dtype=np.float64) if x.dtype.kind == "f" else x, requires_grad=x.dtype.kind == "f")
+        for x in inputs
+    ]
     output, named = graph(*tensors, **settings)
     creators = {id(t.creator): (stage, t) for stage, t in named.items() if t.creator is not None}
     grads, reached = {}, []
@@ -42,8 +45,15 @@ def reference(graph, names, inputs, settings, gy):
     for name, t in zip(names, tensors):
         if t.requires_grad:
             grads[name] = np.zeros(t.shape) if t.grad is None else t.grad
-    return SimpleNamespace(x=dict(zip(names, inputs)), settings=settings, gy=gy, grad=grads, stages=reached,
-                           value={stage: t.data for stage, t in named.items()}, y=output.data)
+    return SimpleNamespace(
+        x=dict(zip(names, inputs)),
+        settings=settings,
+        gy=gy,
+        grad=grads,
+        stages=reached,
+        value={stage: t.data for stage, t in named.items()},
+        y=output.data,
+    )
 
 
 # ----- the reference graphs: forward in tensorlab ops, intermediates named ----------------------------------

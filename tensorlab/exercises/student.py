@@ -1,4 +1,5 @@
 """Loading a student's file, and telling them in plain words where their code went wrong."""
+
 import traceback
 import types
 from pathlib import Path
@@ -47,8 +48,10 @@ def load(path, time_limit=None):
         with watch.time_limit(time_limit):
             exec(code, module.__dict__)
     except watch.TimeLimit:
-        raise StudentError(f"Running {path.name} (before any check) did not finish within {time_limit:g} s: "
-                           f"code at its top level never ends. Put your code inside the functions.") from None
+        raise StudentError(
+            f"Running {path.name} (before any check) did not finish within {time_limit:g} s: "
+            f"code at its top level never ends. Put your code inside the functions."
+        ) from None
     except Exception as error:  # noqa: BLE001 (anything the student's top level raises is reported)
         raise StudentError(*describe_exception(error, path, f"Running {path.name} (before any check)")) from None
     return module
@@ -58,21 +61,26 @@ def find(module, name, path, kind="class"):
     """The object called `name` in the student's module, or a StudentError saying it is missing."""
     found = getattr(module, name, None)
     if found is None:
-        defined = sorted(n for n, v in vars(module).items()
-                         if isinstance(v, type) or isinstance(v, types.FunctionType)
-                         if getattr(v, "__module__", None) == module.__name__)
+        defined = sorted(
+            n
+            for n, v in vars(module).items()
+            if isinstance(v, type) or isinstance(v, types.FunctionType)
+            if getattr(v, "__module__", None) == module.__name__
+        )
         listed = ", ".join(defined) if defined else "nothing"
-        raise StudentError(f"{Path(path).name} has no {kind} named {name!r} (it defines {listed}). "
-                           f"Keep the name the stub gave it.")
+        raise StudentError(
+            f"{Path(path).name} has no {kind} named {name!r} (it defines {listed}). Keep the name the stub gave it."
+        )
     return found
 
 
 def describe_exception(error, path, what):
     """Lines saying that `what` raised `error`, and the line of the student's file it came from."""
     if isinstance(error, NotImplementedError):
-        return [f"{what} is not written yet: it still raises NotImplementedError.",
-                f"Open {path}, replace the `raise NotImplementedError(...)` line with your code, "
-                f"and run the check again."]
+        return [
+            f"{what} is not written yet: it still raises NotImplementedError.",
+            f"Open {path}, replace the `raise NotImplementedError(...)` line with your code, and run the check again.",
+        ]
     lines = [f"{what} raised {type(error).__name__}: {error}"]
     path = Path(path).resolve()
     frames = [f for f in traceback.extract_tb(error.__traceback__) if _same_file(f.filename, path)]

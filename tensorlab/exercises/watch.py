@@ -10,6 +10,7 @@
   (gp, gs, ...) with the reference's. It runs in the checker's own process: it keeps honest
   students honest and names the shortcut, it is not a sandbox.
 """
+
 import contextlib
 import functools
 import signal
@@ -30,7 +31,10 @@ OTHER_AUTOGRAD = {"torch", "jax", "autograd", "tensorflow", "mlx"}
 
 
 class TimeLimit(BaseException):
-    """The student's code ran past the time limit (a BaseException: `except Exception` in their code or ours must not swallow it)."""
+    """The student's code ran past the time limit.
+
+    A BaseException, so that `except Exception` in their code or ours cannot swallow it.
+    """
 
 
 class Stopped(Exception):
@@ -75,8 +79,11 @@ def run_cases(cases, limit, out):
             with time_limit(limit):
                 lines = run()
         except TimeLimit:
-            raise Stopped(f"{header}: STOPPED: it did not finish within {limit:g} s (a loop that never ends?). "
-                          f"Fix it, or give it longer with --time-limit SECONDS.", 1) from None
+            raise Stopped(
+                f"{header}: STOPPED: it did not finish within {limit:g} s (a loop that never ends?). "
+                f"Fix it, or give it longer with --time-limit SECONDS.",
+                1,
+            ) from None
         except KeyboardInterrupt:
             raise Stopped(f"{header}: interrupted (Ctrl-C); the cases after it were not checked.", 130) from None
         out(f"{header}: {'FAILED' if lines else 'ok'}")
@@ -92,8 +99,8 @@ class Watch:
 
     def __init__(self, code):
         self.code = code
-        self.engine_calls = []   # 'tensorlab/ops/softmax.py: Softmax.backward', in call order
-        self.locals = {}         # name -> array: the student's frame when it returned
+        self.engine_calls = []  # 'tensorlab/ops/softmax.py: Softmax.backward', in call order
+        self.locals = {}  # name -> array: the student's frame when it returned
 
     def profile(self, frame, event, arg):
         if event == "call":
@@ -126,8 +133,10 @@ def engine_use_line(name, calls):
     if not calls:
         return None
     who = "tensorlab itself" if calls[0].startswith(("tensorlab/", "sys.")) else "another library's autograd"
-    return (f"{name} calls {who} ({calls[0]}): that is the engine's answer, not yours. Write the "
-            f"gradient with NumPy only, on the arrays backward gets (gy and what forward saved).")
+    return (
+        f"{name} calls {who} ({calls[0]}): that is the engine's answer, not yours. Write the "
+        f"gradient with NumPy only, on the arrays backward gets (gy and what forward saved)."
+    )
 
 
 @functools.cache

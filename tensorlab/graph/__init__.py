@@ -29,6 +29,7 @@ Names: `names` accepts {tensor: name}, {id(tensor): name}, {name: tensor} (such 
 dict(model.named_parameters())) or (name, tensor) pairs; a tensor with a string
 `.name` attribute is labelled with it. Unnamed tensors show their role and shape.
 """
+
 from tensorlab.graph.dot import GraphvizNotFoundError
 from tensorlab.graph.snapshot import Edge, Node
 from tensorlab.graph.tracer import Trace, trace

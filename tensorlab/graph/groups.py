@@ -12,6 +12,7 @@ In a collapsed view the intermediate tensors become plain arrows (their shape sh
 hover, a named tensor such as q, k or v labels its arrow), so a 4-layer model reads as
 embedding, four blocks, norm, head, loss.
 """
+
 import math
 from dataclasses import replace
 
@@ -43,7 +44,7 @@ def collapse(graph, depth=None, expanded=()):
             owner[node.id] = node.id
         else:
             key, path, cls, level = box
-            boxes.setdefault(key, [path, cls, [], node.scope[:level + 1]])[2].append(node.id)
+            boxes.setdefault(key, [path, cls, [], node.scope[: level + 1]])[2].append(node.id)
             owner[node.id] = "m:" + key
     if not boxes:  # no module deep enough to close: the graph as it is, every tensor drawn
         return list(graph.nodes), list(graph.edges)
@@ -105,11 +106,19 @@ def _module_node(graph, node_id, path, cls, members, scope, calls):
     params = [graph.by_id[m] for m in members if graph.by_id[m].role == "param"]
     elements = sum(math.prod(p.shape) for p in params)
     label = path if len(calls[path]) == 1 else f"{path} (call {calls[path].index(node_id) + 1})"
-    doc = (f"{len(ops)} ops, {len(params)} parameters ({elements:,} numbers) inside; "
-           f"in the HTML view, click to open it")
+    doc = f"{len(ops)} ops, {len(params)} parameters ({elements:,} numbers) inside; in the HTML view, click to open it"
     settings = f"{cls}, {len(ops)} op" + ("s" if len(ops) != 1 else "")
-    return Node(node_id, "module", "module", label=label, settings=settings, doc=doc, members=tuple(members),
-                device=graph.by_id[ops[0]].device, scope=scope)
+    return Node(
+        node_id,
+        "module",
+        "module",
+        label=label,
+        settings=settings,
+        doc=doc,
+        members=tuple(members),
+        device=graph.by_id[ops[0]].device,
+        scope=scope,
+    )
 
 
 def _set_depths(nodes, edges):
@@ -134,5 +143,7 @@ def _set_depths(nodes, edges):
             if waiting[p] == 0:
                 ready.append(p)
     if done != len(nodes):
-        raise RuntimeError("graph view: collapsing modules into boxes made a cycle (a module's output fed "
-                           "back into the same call?); draw this graph at a greater depth")
+        raise RuntimeError(
+            "graph view: collapsing modules into boxes made a cycle (a module's output fed "
+            "back into the same call?); draw this graph at a greater depth"
+        )

@@ -7,6 +7,7 @@ clicking a frame's name closes it, and the path above the drawing leads back. Th
 are laid out here in Python, so the page needs no script but the few lines that switch
 between them.
 """
+
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -39,8 +40,9 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
     depth = depth or 1
     params = graph.params()
     elements = sum(int(np.prod(p.shape)) for p in params)
-    summary = (f"{len(graph.ops())} ops, {len(graph.tensors())} tensors, "
-               f"{len(params)} parameters ({elements:,} elements)")
+    summary = (
+        f"{len(graph.ops())} ops, {len(graph.tensors())} tensors, {len(params)} parameters ({elements:,} elements)"
+    )
     paths = graph.module_paths()
     if paths:
         every = len(graph.ops())
@@ -58,10 +60,14 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
         if role == "module" and not paths:
             continue
         fill, stroke, _, radius = STYLES[role]
-        legend.append(f'<li><span class="swatch" style="background:{fill};border-color:{stroke};'
-                      f'border-radius:{min(radius, 7)}px"></span>{escape(meaning)}</li>')
-    legend.append('<li><span class="arrow">&#8594;</span>arrows follow the forward pass; '
-                  "backward walks them in reverse. Hover a node for details.</li>")
+        legend.append(
+            f'<li><span class="swatch" style="background:{fill};border-color:{stroke};'
+            f'border-radius:{min(radius, 7)}px"></span>{escape(meaning)}</li>'
+        )
+    legend.append(
+        '<li><span class="arrow">&#8594;</span>arrows follow the forward pass; '
+        "backward walks them in reverse. Hover a node for details.</li>"
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -106,8 +112,13 @@ def _view(path, crumbs, graph, trace, depth, every, hidden=True):
     """One drawing, with links back to the overview and to each open parent; open modules are framed."""
     links = [f'<a href="#" data-path="">overview (depth {depth})</a>']
     links += [f'<a href="#" data-path="{escape(c)}">{escape(c)}</a>' for c in crumbs if c != EVERYTHING]
-    links.append(f'<a href="#" data-path="{EVERYTHING}">everything (all {every} ops)</a>'
-                 if path != EVERYTHING else f"everything (all {every} ops)")
-    return (f'<div class="view" data-view="{escape(path)}"{" hidden" if hidden else ""}>\n'
-            f'<div class="crumbs">{" &#8250; ".join(links)}</div>\n'
-            f'<div class="graph">\n{to_svg(graph, trace, [c for c in crumbs if c != EVERYTHING])}</div>\n</div>')
+    links.append(
+        f'<a href="#" data-path="{EVERYTHING}">everything (all {every} ops)</a>'
+        if path != EVERYTHING
+        else f"everything (all {every} ops)"
+    )
+    return (
+        f'<div class="view" data-view="{escape(path)}"{" hidden" if hidden else ""}>\n'
+        f'<div class="crumbs">{" &#8250; ".join(links)}</div>\n'
+        f'<div class="graph">\n{to_svg(graph, trace, [c for c in crumbs if c != EVERYTHING])}</div>\n</div>'
+    )

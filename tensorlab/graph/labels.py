@@ -2,6 +2,7 @@
 
 Shared by the SVG and DOT writers, so both draw the same thing.
 """
+
 import numpy as np
 
 # role: (fill, stroke, stroke width, corner radius)
@@ -28,8 +29,10 @@ def node_lines(node, norm=None):
     """The text lines drawn inside a node (shared by the SVG and DOT writers)."""
     if node.kind in ("op", "module"):
         return [node.label] + ([node.settings] if node.settings else [])
-    title = node.label or {"param": "param", "output": "output", "intermediate": "",
-                           "constant": node.value or "input"}[node.role]
+    title = (
+        node.label
+        or {"param": "param", "output": "output", "intermediate": "", "constant": node.value or "input"}[node.role]
+    )
     if node.label and node.value:
         title = f"{node.label} = {node.value}"
     lines = [title] if title else []
@@ -46,11 +49,17 @@ def node_tooltip(node, norm=None):
         return text + (f"\n{node.doc}" if node.doc else "") + f"\ndevice: {node.device}"
     if node.kind == "module":
         return f"{node.label}: {node.settings}\n{node.doc}"
-    kind = {"param": "leaf, requires grad", "constant": "leaf, no grad (input or constant)",
-            "intermediate": "intermediate result", "output": "output"}[node.role]
+    kind = {
+        "param": "leaf, requires grad",
+        "constant": "leaf, no grad (input or constant)",
+        "intermediate": "intermediate result",
+        "output": "output",
+    }[node.role]
     size = int(np.prod(node.shape)) if node.shape else 1
-    text = (f"{node.label or 'tensor'}: {kind}\nshape {format_shape(node.shape)}, {size} elements, "
-            f"{node.dtype}, {node.device}")
+    text = (
+        f"{node.label or 'tensor'}: {kind}\nshape {format_shape(node.shape)}, {size} elements, "
+        f"{node.dtype}, {node.device}"
+    )
     if norm is not None:
         text += f"\n|grad| = {format_norm(norm)}"
     elif node.role == "param":

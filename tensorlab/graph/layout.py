@@ -15,17 +15,18 @@ The classic recipe for drawing a DAG (Sugiyama's), kept small:
 
 Text is monospace, so a node's width follows from its longest line.
 """
+
 from dataclasses import dataclass, field
 
-CHAR_WIDTH = 7.2       # px per character at font-size 12 monospace
+CHAR_WIDTH = 7.2  # px per character at font-size 12 monospace
 LINE_HEIGHT = 15
 PAD_X, PAD_Y = 10, 7
-NODE_GAP = 22          # horizontal space between neighbours in a row
-WAYPOINT_WIDTH = 6     # the lane a long edge takes in a row it passes through
-ROW_GAP = 40           # vertical space between rows (room for the arrows)
+NODE_GAP = 22  # horizontal space between neighbours in a row
+WAYPOINT_WIDTH = 6  # the lane a long edge takes in a row it passes through
+ROW_GAP = 40  # vertical space between rows (room for the arrows)
 MARGIN = 20
-PORT_SPACING = 30      # px between the arrow heads of a node's inputs
-LANE_WEIGHT = 8.0      # how hard a long edge's waypoints pull on each other (straight lanes)
+PORT_SPACING = 30  # px between the arrow heads of a node's inputs
+LANE_WEIGHT = 8.0  # how hard a long edge's waypoints pull on each other (straight lanes)
 ORDER_SWEEPS = 6
 PLACE_SWEEPS = 12
 
@@ -50,9 +51,9 @@ class Box:
 
 @dataclass
 class Layout:
-    boxes: dict                                   # node id -> Box
+    boxes: dict  # node id -> Box
     waypoints: dict = field(default_factory=dict)  # edge index -> [Box] from the source's row down
-    ports: dict = field(default_factory=dict)      # edge index -> x of its arrow head, from the target's centre
+    ports: dict = field(default_factory=dict)  # edge index -> x of its arrow head, from the target's centre
     width: float = 0.0
     height: float = 0.0
 
@@ -150,6 +151,7 @@ def _order_rows(rows, up, down):
         def key(item):
             ps = [position[n] for n, _, _ in neighbours[item]]
             return sum(ps) / len(ps) if ps else position[item]
+
         row.sort(key=key)  # stable: ties keep their order, so arguments stay a, b, c
         number(row)
 
@@ -163,7 +165,7 @@ def _order_rows(rows, up, down):
             for d in reversed(depths[:-1]):  # top down: follow the producers
                 sort_by(rows[d], up)
         else:
-            for d in depths[1:]:             # bottom up: follow the consumers
+            for d in depths[1:]:  # bottom up: follow the consumers
                 sort_by(rows[d], down)
         crossings = _crossings(rows, down, position)
         if crossings < best_crossings:
@@ -178,7 +180,7 @@ def _crossings(rows, down, position):
     for row in rows.values():
         edges = sorted((position[a], position[b]) for a in row for b, _, _ in down[a])
         for i, (_, b1) in enumerate(edges):
-            total += sum(1 for a2, b2 in edges[i + 1:] if b2 < b1 and a2 != edges[i][0])
+            total += sum(1 for a2, b2 in edges[i + 1 :] if b2 < b1 and a2 != edges[i][0])
     return total
 
 
@@ -191,7 +193,7 @@ def _place_rows(rows, up, down, boxes):
             x += boxes[item].w + NODE_GAP
     depths = sorted(rows)
     for sweep in range(PLACE_SWEEPS):
-        for d in (depths if sweep % 2 == 0 else reversed(depths)):
+        for d in depths if sweep % 2 == 0 else reversed(depths):
             row = rows[d]
             wishes = []
             for item in row:

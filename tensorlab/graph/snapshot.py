@@ -10,6 +10,7 @@ backward pass put the gradient norm on every intermediate tensor too.
 Nodes get a depth: the length of the longest path from them to an output (the
 outputs have depth 0). The layout draws one layer per depth.
 """
+
 import functools
 import inspect
 import weakref
@@ -26,23 +27,23 @@ from tensorlab.tensor import Tensor, topological_order
 class Node:
     """One op or one tensor of the graph."""
 
-    id: str                  # "f3" for ops, "t7" for tensors, "m:blocks.0#5" for modules; unique in the graph
-    kind: str                # "op", "tensor", or "module" (a collapsed module, see groups.py)
-    role: str                # op | param (leaf with grad) | constant (leaf without) | intermediate | output | module
-    label: str               # op: the Function's class name; tensor: the user's name, or "" if none
-    shape: tuple = None      # tensors only
-    dtype: str = None        # tensors only
+    id: str  # "f3" for ops, "t7" for tensors, "m:blocks.0#5" for modules; unique in the graph
+    kind: str  # "op", "tensor", or "module" (a collapsed module, see groups.py)
+    role: str  # op | param (leaf with grad) | constant (leaf without) | intermediate | output | module
+    label: str  # op: the Function's class name; tensor: the user's name, or "" if none
+    shape: tuple = None  # tensors only
+    dtype: str = None  # tensors only
     device: str = "cpu"
-    settings: str = ""       # ops: non-default constructor arguments, e.g. "axis=1"
-    doc: str = ""            # ops: the first line of the Function's docstring
-    value: str = ""          # one-element constants: their value, e.g. "2.0"
+    settings: str = ""  # ops: non-default constructor arguments, e.g. "axis=1"
+    doc: str = ""  # ops: the first line of the Function's docstring
+    value: str = ""  # one-element constants: their value, e.g. "2.0"
     depth: int = 0
-    leaf: Tensor = field(default=None, repr=False)      # params: read .grad from it at render time
-    creator: object = field(default=None, repr=False)   # intermediates/outputs: weakref to the Function
+    leaf: Tensor = field(default=None, repr=False)  # params: read .grad from it at render time
+    creator: object = field(default=None, repr=False)  # intermediates/outputs: weakref to the Function
     output_index: int = 0
-    fn: object = field(default=None, repr=False)        # ops: weakref to the Function
-    scope: tuple = ()        # ops: the Modules running when it was made, outermost first: (path, class, call)
-    members: tuple = ()      # modules: the ids of the nodes collapsed into it
+    fn: object = field(default=None, repr=False)  # ops: weakref to the Function
+    scope: tuple = ()  # ops: the Modules running when it was made, outermost first: (path, class, call)
+    members: tuple = ()  # modules: the ids of the nodes collapsed into it
 
     @property
     def is_op(self):
@@ -55,8 +56,8 @@ class Edge:
 
     src: str
     dst: str
-    slot: str = ""           # tensor -> op: the op's argument name (a, b, logits, ...) when it has several
-    note: str = ""           # collapsed views: the shape and dtype of the tensor this arrow stands for
+    slot: str = ""  # tensor -> op: the op's argument name (a, b, logits, ...) when it has several
+    note: str = ""  # collapsed views: the shape and dtype of the tensor this arrow stands for
 
 
 class Snapshot:
@@ -94,8 +95,10 @@ class Snapshot:
 
     def __repr__(self):
         boxes = f", {len(self.modules())} module boxes" if self.modules() else ""
-        return (f"{type(self).__name__}({len(self.ops())} ops, {len(self.tensors())} tensors, "
-                f"{len(self.params())} parameters{boxes})")
+        return (
+            f"{type(self).__name__}({len(self.ops())} ops, {len(self.tensors())} tensors, "
+            f"{len(self.params())} parameters{boxes})"
+        )
 
 
 def capture(outputs, names=None):
@@ -108,9 +111,9 @@ def capture(outputs, names=None):
     roots = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     table = name_table(names)
     nodes, edges = [], []
-    tensor_nodes = {}   # id(tensor) -> Node; `seen` keeps those tensors alive until we are done
+    tensor_nodes = {}  # id(tensor) -> Node; `seen` keeps those tensors alive until we are done
     seen = []
-    outputs_of = {}     # id(fn) -> the tensor nodes it produced that are used in the graph
+    outputs_of = {}  # id(fn) -> the tensor nodes it produced that are used in the graph
 
     def tensor_node(t, role=None):
         node = tensor_nodes.get(id(t))
@@ -149,7 +152,8 @@ def _functions_in_order(creators):
         except RuntimeError:
             raise RuntimeError(
                 "capture(): the graph behind this tensor was already released by backward(); call "
-                "capture() before backward(), or run backward(retain_graph=True)") from None
+                "capture() before backward(), or run backward(retain_graph=True)"
+            ) from None
         for fn in fns:
             if fn not in placed:
                 placed.add(fn)
@@ -160,8 +164,9 @@ def _functions_in_order(creators):
 def _make_tensor_node(node_id, t, role, table):
     if role is None:
         role = "intermediate" if t.creator is not None else ("param" if t.requires_grad else "constant")
-    node = Node(node_id, "tensor", role, label=name_of(t, table), shape=tuple(t.shape),
-                dtype=str(t.dtype), device=t.device)
+    node = Node(
+        node_id, "tensor", role, label=name_of(t, table), shape=tuple(t.shape), dtype=str(t.dtype), device=t.device
+    )
     if role == "param":
         node.leaf = t
     if role == "constant" and t.size == 1:
@@ -173,9 +178,18 @@ def _make_tensor_node(node_id, t, role, table):
 
 def _make_op_node(node_id, fn, depth):
     doc = (type(fn).__doc__ or "").strip().splitlines()
-    return Node(node_id, "op", "op", label=type(fn).__name__, settings=op_settings(fn),
-                doc=doc[0] if doc else "", depth=depth, fn=weakref.ref(fn), scope=getattr(fn, "scope", ()),
-                device=fn.inputs[0].device if fn.inputs else "cpu")
+    return Node(
+        node_id,
+        "op",
+        "op",
+        label=type(fn).__name__,
+        settings=op_settings(fn),
+        doc=doc[0] if doc else "",
+        depth=depth,
+        fn=weakref.ref(fn),
+        scope=getattr(fn, "scope", ()),
+        device=fn.inputs[0].device if fn.inputs else "cpu",
+    )
 
 
 # ----- names ------------------------------------------------------------------------------------
@@ -184,7 +198,7 @@ def name_table(names):
     table = {}
     if names is None:
         return table
-    for key, value in (names.items() if isinstance(names, Mapping) else names):
+    for key, value in names.items() if isinstance(names, Mapping) else names:
         if isinstance(key, str) and not isinstance(value, str):  # {name: tensor}, named_parameters()
             key, value = value, key
         table[key if isinstance(key, int) else id(key)] = str(value)
@@ -199,7 +213,7 @@ def name_of(t, table):
     return name if isinstance(name, str) else ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _forward_parameters(cls):
     params = list(inspect.signature(cls.forward).parameters.values())[1:]  # drop self
     return tuple((p.name, p.kind == p.VAR_POSITIONAL) for p in params)
@@ -257,7 +271,7 @@ def _short(value, limit=24):
         text = f"{float(value):.4g}" if not isinstance(value, (bool, np.bool_)) else str(value)
     else:
         text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def grad_norm(grad):

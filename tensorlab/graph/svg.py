@@ -5,6 +5,7 @@ forward pass (backward walks them in reverse). Each node carries a <title>, whic
 browsers show on hover. Colours are plain attributes, not CSS, so any SVG viewer or
 converter draws them the same.
 """
+
 from xml.sax.saxutils import escape
 
 from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
@@ -13,7 +14,7 @@ from tensorlab.graph.layout import LINE_HEIGHT, PAD_Y, PORT_SPACING, layout
 EDGE_COLOR = "#6f6f6f"
 FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 14  # pad: room for the frame's name
 GRAD_COLOR = "#b4430e"
-LABEL_CHAR_WIDTH = 6.0 # px per character of the argument labels (font-size 10)
+LABEL_CHAR_WIDTH = 6.0  # px per character of the argument labels (font-size 10)
 
 
 def to_svg(graph, trace=None, frames=()):
@@ -61,11 +62,13 @@ def _frames(graph, boxes, frames, width, height):
         right = min(width - 1.0, max(b.x + b.w / 2 for b in members) + pad)
         bottom = min(height - 1.0, max(b.bottom for b in members) + pad)
         back = frames[i - 1] if i > 0 else ""
-        out.append(f'<g class="frame" data-path="{escape(back)}"><title>{escape(path)}: click to close it</title>'
-                   f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
-                   f'rx="8" fill="{FRAME_FILL}" stroke="{FRAME_COLOR}" stroke-dasharray="5 3"/>'
-                   f'<text x="{left + 6:.1f}" y="{top + 10:.1f}" font-size="10" fill="{FRAME_COLOR}">'
-                   f'{escape(path)} &#x2715;</text></g>')
+        out.append(
+            f'<g class="frame" data-path="{escape(back)}"><title>{escape(path)}: click to close it</title>'
+            f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
+            f'rx="8" fill="{FRAME_FILL}" stroke="{FRAME_COLOR}" stroke-dasharray="5 3"/>'
+            f'<text x="{left + 6:.1f}" y="{top + 10:.1f}" font-size="10" fill="{FRAME_COLOR}">'
+            f"{escape(path)} &#x2715;</text></g>"
+        )
     return out
 
 
@@ -100,14 +103,18 @@ def _edges(graph, placed, incoming):
             path = _route(boxes[edge.src], placed.waypoints.get(index[id(edge)], []), x2, y2)
             title = f"{edge.src} -> {edge.dst}" + (f" (argument {edge.slot})" if edge.slot else "")
             title += f": {edge.note}" if edge.note else ""
-            out.append(f'<path class="edge" d="{path}" fill="none" stroke="{EDGE_COLOR}" stroke-width="1.2" '
-                       f'marker-end="url(#arrow)"><title>{escape(title)}</title></path>')
+            out.append(
+                f'<path class="edge" d="{path}" fill="none" stroke="{EDGE_COLOR}" stroke-width="1.2" '
+                f'marker-end="url(#arrow)"><title>{escape(title)}</title></path>'
+            )
             if edge.slot:
                 # Two inputs: labels face outwards (a on the left, b on the right); more: all to the right.
                 left = len(edges) == 2 and i == 0
                 x = x2 - 4 if left else x2 + 4
-                out.append(f'<text x="{x:.1f}" y="{y2 - 6:.1f}" font-size="10" fill="#555555" '
-                           f'text-anchor="{"end" if left else "start"}">{escape(edge.slot)}</text>')
+                out.append(
+                    f'<text x="{x:.1f}" y="{y2 - 6:.1f}" font-size="10" fill="#555555" '
+                    f'text-anchor="{"end" if left else "start"}">{escape(edge.slot)}</text>'
+                )
     return out
 
 
@@ -128,10 +135,12 @@ def _route(source, waypoints, x2, y2):
 def _node(node, box, text_lines, norm):
     fill, stroke, stroke_width, radius = STYLES[node.role]
     expand = f' data-path="{escape(node.scope[-1][0])}"' if node.kind == "module" else ""
-    out = [f'<g class="node {node.kind} {node.role}" id="{node.id}"{expand}>',
-           f"<title>{escape(node_tooltip(node, norm))}</title>",
-           f'<rect x="{box.x - box.w / 2:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
-           f'rx="{radius}" fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"/>']
+    out = [
+        f'<g class="node {node.kind} {node.role}" id="{node.id}"{expand}>',
+        f"<title>{escape(node_tooltip(node, norm))}</title>",
+        f'<rect x="{box.x - box.w / 2:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
+        f'rx="{radius}" fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"/>',
+    ]
     for i, line in enumerate(text_lines):
         baseline = box.top + PAD_Y + (i + 1) * LINE_HEIGHT - 4
         style = ""

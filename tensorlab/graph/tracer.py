@@ -15,38 +15,39 @@ is the upstream (4, 5, 3) gradient summed over axes 0 and 1. `trace(values=True)
 prints the values of the small gradients (at most 16 elements) under each step. The trace observes
 backward through `tensorlab.tensor.backward_observers`; it costs nothing when unused.
 """
+
 import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tensorlab import backend
-from tensorlab.tensor import backward_observers
 from tensorlab.graph.labels import format_norm, format_shape
 from tensorlab.graph.snapshot import grad_norm, input_names, name_of, name_table
 from tensorlab.ops.broadcast import broadcast_axes
 from tensorlab.ops.matmul import MatMul
+from tensorlab.tensor import backward_observers
 
 # Ops that are not elementwise but still broadcast some arguments over their output
 # (a fused Linear adds its bias to every row): {op class name: argument names}.
 BROADCAST_ARGUMENTS = {"Linear": ("bias",)}
-LINE_WIDTH = 110   # a step longer than this lists its inputs one per line
-SMALL = 16         # trace(values=True) prints the gradients with at most this many elements
+LINE_WIDTH = 110  # a step longer than this lists its inputs one per line
+SMALL = 16  # trace(values=True) prints the gradients with at most this many elements
 
 
 @dataclass
 class InputGrad:
     """The gradient one Function returned for one of its inputs."""
 
-    name: str                 # the user's name for the tensor, else the op's argument name (a, b, x, ...)
-    argument: str             # the op's argument name
+    name: str  # the user's name for the tensor, else the op's argument name (a, b, x, ...)
+    argument: str  # the op's argument name
     shape: tuple
-    norm: float = None        # None: no gradient for this input (e.g. integer targets)
-    is_leaf: bool = False     # the gradient goes into .grad of a leaf
-    summed_axes: tuple = ()   # broadcast axes its gradient was summed over (empty: none)
-    summed_from: tuple = None # the shape the gradient had before that sum
-    batch: bool = False       # the summed axes are a matmul's batch axes
-    values: object = None     # trace(values=True): a NumPy copy of a small gradient
+    norm: float = None  # None: no gradient for this input (e.g. integer targets)
+    is_leaf: bool = False  # the gradient goes into .grad of a leaf
+    summed_axes: tuple = ()  # broadcast axes its gradient was summed over (empty: none)
+    summed_from: tuple = None  # the shape the gradient had before that sum
+    batch: bool = False  # the summed axes are a matmul's batch axes
+    values: object = None  # trace(values=True): a NumPy copy of a small gradient
 
 
 @dataclass
@@ -54,9 +55,9 @@ class Step:
     """One Function's backward, as the walk ran it."""
 
     op: str
-    fn: object = field(repr=False)       # the Function itself (released after backward, so tiny)
-    output_grads: list = field(default_factory=list)   # [(shape, norm)], one per output
-    inputs: list = field(default_factory=list)         # [InputGrad], one per input
+    fn: object = field(repr=False)  # the Function itself (released after backward, so tiny)
+    output_grads: list = field(default_factory=list)  # [(shape, norm)], one per output
+    inputs: list = field(default_factory=list)  # [InputGrad], one per input
     output_values: list = field(default_factory=list)  # trace(values=True): small output gradients, or None
 
     def value_lines(self):
@@ -70,8 +71,10 @@ class Step:
         for i in self.inputs:
             if i.summed_axes:
                 where = "batch axes" if i.batch else "axes"
-                lines.append(f"{self.op}: grad of {i.name} summed over {where} {i.summed_axes}, "
-                             f"{format_shape(i.summed_from)} -> {format_shape(i.shape)}")
+                lines.append(
+                    f"{self.op}: grad of {i.name} summed over {where} {i.summed_axes}, "
+                    f"{format_shape(i.summed_from)} -> {format_shape(i.shape)}"
+                )
         return lines
 
 
@@ -93,8 +96,7 @@ class Trace:
         out_shape = tuple(output_grads[0].shape) if output_grads else ()
         shapes = [tuple(t.shape) for t in fn.inputs]
         for argument, t, gx in zip(arguments, fn.inputs, input_grads):
-            record = InputGrad(name_of(t, self._names) or argument, argument, tuple(t.shape),
-                               is_leaf=t.creator is None)
+            record = InputGrad(name_of(t, self._names) or argument, argument, tuple(t.shape), is_leaf=t.creator is None)
             if gx is not None and t.requires_grad:
                 record.norm = grad_norm(gx)
                 record.values = _small_copy(gx) if self.values else None

@@ -3,6 +3,7 @@
 snapshot.py holds the data, groups.py collapses modules into boxes, svg.py, html.py and
 dot.py render; this class only ties them together, so none of them imports another's caller.
 """
+
 from tensorlab.graph import dot, groups, html, svg
 from tensorlab.graph.snapshot import Snapshot
 from tensorlab.graph.snapshot import capture as capture_snapshot
@@ -51,8 +52,10 @@ class Graph(Snapshot):
             dot.run_dot(self.to_dot(trace, depth), path, extension)
             return path
         else:
-            raise ValueError(f"render(): cannot tell the format of {path!r}; use a path ending in "
-                             f".svg, .html or .dot (or .png/.pdf with Graphviz installed)")
+            raise ValueError(
+                f"render(): cannot tell the format of {path!r}; use a path ending in "
+                f".svg, .html or .dot (or .png/.pdf with Graphviz installed)"
+            )
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return path

@@ -1,4 +1,5 @@
 """Neural-network building blocks, named as in torch.nn."""
+
 from tensorlab.nn.attention import CausalSelfAttention
 from tensorlab.nn.layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module, ModuleList
@@ -6,5 +7,17 @@ from tensorlab.nn.parameter import Parameter
 from tensorlab.nn.swiglu import SwiGLUFeedForward
 from tensorlab.nn.transformer import FeedForward, TransformerBlock
 
-__all__ = ["Parameter", "Module", "ModuleList", "Linear", "Embedding", "RMSNorm", "LayerNorm", "Dropout",
-           "CausalSelfAttention", "FeedForward", "SwiGLUFeedForward", "TransformerBlock"]
+__all__ = [
+    "Parameter",
+    "Module",
+    "ModuleList",
+    "Linear",
+    "Embedding",
+    "RMSNorm",
+    "LayerNorm",
+    "Dropout",
+    "CausalSelfAttention",
+    "FeedForward",
+    "SwiGLUFeedForward",
+    "TransformerBlock",
+]

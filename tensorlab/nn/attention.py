@@ -12,6 +12,7 @@ For generation, forward(x, kv_cache=KVCache()) keeps the keys and values of the
 positions seen so far, so the next call feeds only the new positions: their queries
 attend to the cached keys plus their own (inference only: no graph runs through the cache).
 """
+
 import numpy as np
 
 from tensorlab import backend
@@ -28,8 +29,8 @@ def composed_attention(q, k, v, future, dropout):
     """The attention of CausalAttention from primitive ops; returns y (B, H, T, D) and att (B, H, T, T)."""
     scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(q.shape[-1]))  # (B, H, T, T)
     scores = F.masked_fill(scores, future, -np.inf)
-    att = F.softmax(scores, axis=-1)                                # (B, H, T, T), rows sum to 1
-    return dropout(att) @ v, att                                    # (B, H, T, D)
+    att = F.softmax(scores, axis=-1)  # (B, H, T, T), rows sum to 1
+    return dropout(att) @ v, att  # (B, H, T, D)
 
 
 class KVCache:
@@ -60,14 +61,26 @@ class CausalSelfAttention(Module):
 
     MAX_CACHED = 8  # masks and RoPE tables kept; one forward needs at most 3
 
-    def __init__(self, d_model, n_heads, dropout=0.0, bias=True, rope=False, n_layers=1, dtype=np.float32,
-                 fused=True, proj_bias=None):
+    def __init__(
+        self,
+        d_model,
+        n_heads,
+        dropout=0.0,
+        bias=True,
+        rope=False,
+        n_layers=1,
+        dtype=np.float32,
+        fused=True,
+        proj_bias=None,
+    ):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
         self.n_heads, self.rope, self.fused = n_heads, rope, fused
         self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
-        self.proj = Linear(d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype)
+        self.proj = Linear(
+            d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype
+        )
         self.attn_dropout = Dropout(dropout)
         self.resid_dropout = Dropout(dropout)
         self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
@@ -75,15 +88,15 @@ class CausalSelfAttention(Module):
     def forward(self, x, return_attention=False, kv_cache=None):
         B, T, C = x.shape
         H, D = self.n_heads, C // self.n_heads
-        q, k, v = F.chunk(self.qkv(x), 3, axis=-1)                      # 3 x (B, T, C)
-        q.name, k.name, v.name = "q", "k", "v"                          # labels in tensorlab.graph
+        q, k, v = F.chunk(self.qkv(x), 3, axis=-1)  # 3 x (B, T, C)
+        q.name, k.name, v.name = "q", "k", "v"  # labels in tensorlab.graph
         q, k, v = (t.reshape(B, T, H, D).transpose(0, 2, 1, 3) for t in (q, k, v))  # (B, H, T, D)
         if kv_cache is not None:
             y, att = self._attend_after_cache(q, k, v, kv_cache, x)
         else:
             y, att = self._attend(q, k, v, x)
-        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)                    # heads side by side again
-        y = self.resid_dropout(self.proj(y))                            # (B, T, C)
+        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)  # heads side by side again
+        y = self.resid_dropout(self.proj(y))  # (B, T, C)
         return (y, att) if return_attention else y
 
     def _attend(self, q, k, v, x):
@@ -94,8 +107,8 @@ class CausalSelfAttention(Module):
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if self.fused:
             op = CausalAttention(self.attn_dropout.p, self.training)
-            y = op(q, k, v)                                             # (B, H, T, D)
-            att = Tensor(op.weights)                                    # (B, H, T, T), for looking at only
+            y = op(q, k, v)  # (B, H, T, D)
+            att = Tensor(op.weights)  # (B, H, T, T), for looking at only
         else:
             y, att = composed_attention(q, k, v, self._constant("future", T, x), self.attn_dropout)
         return y, att
@@ -108,9 +121,9 @@ class CausalSelfAttention(Module):
         if self.rope:  # rotate by the absolute positions start..start+T-1
             cos, sin = (Tensor(self._constant(name, start + T, x).data[start:]) for name in ("cos", "sin"))
             q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
-        k, v = kv_cache.extend(k, v)                                    # (B, H, start + T, D)
+        k, v = kv_cache.extend(k, v)  # (B, H, start + T, D)
         # query i sits at position start + i and may see keys 0..start + i
-        future = Tensor(backend.to_device(causal_mask(T, start + T), x.device))   # (T, start + T)
+        future = Tensor(backend.to_device(causal_mask(T, start + T), x.device))  # (T, start + T)
         return composed_attention(q, k, v, future, self.attn_dropout)
 
     def _constant(self, name, T, like):
@@ -121,12 +134,12 @@ class CausalSelfAttention(Module):
         """
         key = (name, T, like.device, like.dtype)
         if key in self._constants:
-            self._constants[key] = self._constants.pop(key)             # most recently used goes last
+            self._constants[key] = self._constants.pop(key)  # most recently used goes last
         else:
             while len(self._constants) >= self.MAX_CACHED:
-                del self._constants[next(iter(self._constants))]        # drop the least recently used
+                del self._constants[next(iter(self._constants))]  # drop the least recently used
             if name == "future":
-                array = causal_mask(T)                                  # (T, T): True where key is after query
+                array = causal_mask(T)  # (T, T): True where key is after query
             else:
                 cos, sin = rope_tables(T, like.shape[-1] // self.n_heads)
                 array = (cos if name == "cos" else sin).astype(like.dtype)

@@ -6,6 +6,7 @@ residual stream (attention's `proj`, the feed-forward's `proj`) use a smaller st
 0.02 / sqrt(2 * n_layers): each block adds two such outputs to the residual, and
 this keeps the residual's variance from growing with depth (GPT-2 paper, sec. 2.3).
 """
+
 import numpy as np
 
 from tensorlab import random
@@ -27,4 +28,3 @@ def constant(shape, value, dtype=np.float32):
 def residual_std(n_layers):
     """The std of projections into the residual stream: 0.02 / sqrt(2 * n_layers)."""
     return GPT2_STD / np.sqrt(2 * n_layers)
-

@@ -1,4 +1,5 @@
 """The basic layers: Linear, Embedding, RMSNorm, LayerNorm, Dropout."""
+
 import numpy as np
 
 from tensorlab import functional as F

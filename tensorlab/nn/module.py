@@ -4,6 +4,7 @@ Assigning a Parameter or a Module to an attribute registers it, so
 `named_parameters()` can walk the tree and name every weight by its path
 ("blocks.0.attn.qkv.weight"), the same names a PyTorch twin of the model uses.
 """
+
 import itertools
 
 import numpy as np
@@ -26,8 +27,9 @@ class Module:
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
-            raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
-                               f"before assigning attributes")
+            raise RuntimeError(
+                f"{type(self).__name__}.__init__ must call super().__init__() before assigning attributes"
+            )
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Parameter):
@@ -116,10 +118,16 @@ class Module:
         own = dict(self.named_parameters())
         missing = [name for name in own if name not in state]
         unexpected = [name for name in state if name not in own]
-        wrong_shape = [f"{name}: got {tuple(np.shape(state[name]))}, expected {own[name].shape}"
-                       for name in own if name in state and tuple(np.shape(state[name])) != own[name].shape]
-        wrong_kind = [f"{name}: got dtype {np.asarray(state[name]).dtype}, expected real numbers"
-                      for name in own if name in state and np.asarray(state[name]).dtype.kind not in "biuf"]
+        wrong_shape = [
+            f"{name}: got {tuple(np.shape(state[name]))}, expected {own[name].shape}"
+            for name in own
+            if name in state and tuple(np.shape(state[name])) != own[name].shape
+        ]
+        wrong_kind = [
+            f"{name}: got dtype {np.asarray(state[name]).dtype}, expected real numbers"
+            for name in own
+            if name in state and np.asarray(state[name]).dtype.kind not in "biuf"
+        ]
         problems = [f"not real numbers: {'; '.join(wrong_kind)}"] if wrong_kind else []
         if missing:
             problems.append("missing: " + ", ".join(missing))

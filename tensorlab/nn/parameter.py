@@ -1,4 +1,5 @@
 """Parameter: a Tensor that a Module owns and an optimizer updates."""
+
 from tensorlab.tensor import Tensor
 
 

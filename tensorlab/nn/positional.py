@@ -2,6 +2,7 @@
 
 Shape letters: B batch, T time (positions), C channels, H heads, D = C / H per head.
 """
+
 import numpy as np
 
 from tensorlab import functional as F
@@ -9,8 +10,8 @@ from tensorlab import functional as F
 
 def sinusoidal_table(length, dim):
     """(T, C) table, PE[t, 2i] = sin(t / 10000^(2i/C)), PE[t, 2i+1] = cos(t / 10000^(2i/C)) (Vaswani et al.)."""
-    positions = np.arange(length)[:, None]                      # (T, 1)
-    rates = 1.0 / 10000 ** (np.arange(0, dim, 2) / dim)         # (ceil(C/2),)
+    positions = np.arange(length)[:, None]  # (T, 1)
+    rates = 1.0 / 10000 ** (np.arange(0, dim, 2) / dim)  # (ceil(C/2),)
     table = np.zeros((length, dim))
     table[:, 0::2] = np.sin(positions * rates)
     table[:, 1::2] = np.cos(positions * rates[: dim // 2])
@@ -21,9 +22,9 @@ def rope_tables(length, head_dim):
     """cos and sin tables (T, D) for rotary embeddings, each frequency repeated for both halves of D."""
     if head_dim % 2:
         raise ValueError(f"rope: the head dimension must be even to rotate pairs, got {head_dim}")
-    rates = 1.0 / 10000 ** (np.arange(0, head_dim, 2) / head_dim)   # (D/2,)
-    angles = np.arange(length)[:, None] * rates                     # (T, D/2)
-    angles = np.concatenate([angles, angles], axis=-1)              # (T, D)
+    rates = 1.0 / 10000 ** (np.arange(0, head_dim, 2) / head_dim)  # (D/2,)
+    angles = np.arange(length)[:, None] * rates  # (T, D/2)
+    angles = np.concatenate([angles, angles], axis=-1)  # (T, D)
     return np.cos(angles), np.sin(angles)
 
 
@@ -32,6 +33,6 @@ def apply_rope(x, cos, sin):
 
     x is (B, H, T, D); cos and sin are (T, D) constants. rotate_half(x) = [-x2, x1] for x = [x1, x2].
     """
-    x1, x2 = F.chunk(x, 2, axis=-1)                             # 2 x (B, H, T, D/2)
-    rotated = F.concatenate([-x2, x1], axis=-1)                 # (B, H, T, D)
+    x1, x2 = F.chunk(x, 2, axis=-1)  # 2 x (B, H, T, D/2)
+    rotated = F.concatenate([-x2, x1], axis=-1)  # (B, H, T, D)
     return x * cos + rotated * sin

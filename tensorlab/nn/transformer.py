@@ -6,6 +6,7 @@ feed-forward network each add their contribution back. Where the normalisation s
     post-norm (Vaswani 2017): x = norm1(x + attention(x)),   x = norm2(x + ffn(x))
 The normalisation is RMSNorm, LayerNorm, or none at all (the identity).
 """
+
 import numpy as np
 
 from tensorlab import functional as F
@@ -48,8 +49,8 @@ class FeedForward(Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x):
-        h = ACTIVATIONS[self.activation](self.fc(x))                    # (B, T, d_ff)
-        return self.dropout(self.proj(h))                               # (B, T, C)
+        h = ACTIVATIONS[self.activation](self.fc(x))  # (B, T, d_ff)
+        return self.dropout(self.proj(h))  # (B, T, C)
 
 
 class TransformerBlock(Module):
@@ -59,9 +60,23 @@ class TransformerBlock(Module):
     `ffn_bias` for both feed-forward layers (None: the same as `bias`).
     """
 
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, activation="gelu", bias=True, rope=False,
-                 norm_eps=1e-5, n_layers=1, dtype=np.float32, norm="rmsnorm", norm_position="pre",
-                 proj_bias=None, ffn_bias=None):
+    def __init__(
+        self,
+        d_model,
+        n_heads,
+        d_ff,
+        dropout=0.0,
+        activation="gelu",
+        bias=True,
+        rope=False,
+        norm_eps=1e-5,
+        n_layers=1,
+        dtype=np.float32,
+        norm="rmsnorm",
+        norm_position="pre",
+        proj_bias=None,
+        ffn_bias=None,
+    ):
         super().__init__()
         if norm_position not in NORM_POSITIONS:
             raise ValueError(f"transformer block: norm_position must be 'pre' or 'post', got {norm_position!r}")
@@ -69,18 +84,19 @@ class TransformerBlock(Module):
         self.norm1 = make_norm(norm, d_model, norm_eps, dtype)
         self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype, proj_bias=proj_bias)
         self.norm2 = make_norm(norm, d_model, norm_eps, dtype)
-        self.ffn = FeedForward(d_model, d_ff, activation, dropout, bias if ffn_bias is None else ffn_bias,
-                               n_layers, dtype)
+        self.ffn = FeedForward(
+            d_model, d_ff, activation, dropout, bias if ffn_bias is None else ffn_bias, n_layers, dtype
+        )
 
     def forward(self, x, return_attention=False, kv_cache=None):
         if self.norm_position == "pre":
             a, att = self.attn(self.norm1(x), return_attention=True, kv_cache=kv_cache)
-            x = x + a                                                   # (B, T, C)
-            x = x + self.ffn(self.norm2(x))                             # (B, T, C)
+            x = x + a  # (B, T, C)
+            x = x + self.ffn(self.norm2(x))  # (B, T, C)
         else:
             a, att = self.attn(x, return_attention=True, kv_cache=kv_cache)
-            x = self.norm1(x + a)                                       # (B, T, C)
-            x = self.norm2(x + self.ffn(x))                             # (B, T, C)
+            x = self.norm1(x + a)  # (B, T, C)
+            x = self.norm2(x + self.ffn(x))  # (B, T, C)
         return (x, att) if return_attention else x
 
     def extra_repr(self):

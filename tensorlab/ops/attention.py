@@ -15,6 +15,7 @@ Composed from primitives the same computation is matmul, mul, masked_fill, softm
 dropout and matmul: six graph nodes and about twice the passes over the (T, T) scores.
 tests/ prove that both agree with each other and with PyTorch.
 """
+
 import math
 
 import numpy as np
@@ -60,25 +61,29 @@ class CausalAttention(Function):
 
     def forward(self, q, k, v):
         if q.ndim != 4 or q.shape != k.shape or q.shape != v.shape:
-            raise ValueError(f"causal_attention: q, k, v must share one shape (B, H, T, D); "
-                             f"got {q.shape}, {k.shape}, {v.shape}")
+            raise ValueError(
+                f"causal_attention: q, k, v must share one shape (B, H, T, D); got {q.shape}, {k.shape}, {v.shape}"
+            )
         xp = backend.array_module(q)
         B, H, T, D = q.shape
         self.scale = q.dtype.type(1 / math.sqrt(D))
-        self.q_scaled, self.k, self.v = q * self.scale, k, v        # scaling q is cheaper than scaling (T, T)
+        self.q_scaled, self.k, self.v = q * self.scale, k, v  # scaling q is cheaper than scaling (T, T)
         bias = causal_bias(T, q.dtype, backend.device_of(q))
-        self.weights = xp.empty((B, H, T, T), dtype=q.dtype)       # P
-        self.mask = None if not self.dropout_p else dropout_mask(
-            self.weights.shape, self.dropout_p, q.dtype, backend.device_of(q))
+        self.weights = xp.empty((B, H, T, T), dtype=q.dtype)  # P
+        self.mask = (
+            None
+            if not self.dropout_p
+            else dropout_mask(self.weights.shape, self.dropout_p, q.dtype, backend.device_of(q))
+        )
         y = xp.empty_like(q)
         # A few batch elements at a time, so each (H, T, T) block stays in cache across the passes.
         for b in backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q):
             s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
             s += bias
-            exp_and_max(s, axis=-1, out=s)                         # exp(S - rowmax), in place
-            s *= 1 / s.sum(axis=-1, keepdims=True)                 # P: rows sum to 1
-            xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])   # (P * M) v
-        return y                                                    # (B, H, T, D)
+            exp_and_max(s, axis=-1, out=s)  # exp(S - rowmax), in place
+            s *= 1 / s.sum(axis=-1, keepdims=True)  # P: rows sum to 1
+            xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])  # (P * M) v
+        return y  # (B, H, T, D)
 
     def backward(self, gy):
         # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
@@ -91,11 +96,11 @@ class CausalAttention(Function):
             p = self.weights[b]
             dropped = p if self.mask is None else p * self.mask[b]
             xp.matmul(dropped.swapaxes(-1, -2), gy[b], out=gv[b])
-            gs = gy[b] @ self.v[b].swapaxes(-1, -2)                 # gP, (b, H, T, T)
+            gs = gy[b] @ self.v[b].swapaxes(-1, -2)  # gP, (b, H, T, T)
             if self.mask is not None:
                 gs *= self.mask[b]
             gs -= (gs * p).sum(axis=-1, keepdims=True)
-            gs *= p                                                 # gS
+            gs *= p  # gS
             xp.matmul(gs, self.k[b], out=gq[b])
             xp.matmul(gs.swapaxes(-1, -2), self.q_scaled[b], out=gk[b])
         gq *= self.scale

@@ -6,6 +6,7 @@ the sum of the upstream gradient over the copies: sum over the axes that broadca
 added (leading ones) and over the axes where x had size 1. Every binary op's backward
 calls `unbroadcast` for that.
 """
+
 import numpy as np
 
 
@@ -17,7 +18,8 @@ def broadcast_shape(op_name, *shapes):
         listed = " and ".join(str(tuple(s)) for s in shapes)
         raise ValueError(
             f"{op_name}: shapes {listed} cannot be broadcast together; trailing axes must be "
-            f"equal or 1 (NumPy broadcasting rules)") from None
+            f"equal or 1 (NumPy broadcasting rules)"
+        ) from None
 
 
 def broadcast_axes(grad_shape, shape):

@@ -6,6 +6,7 @@ and the mean over the N rows whose target is not `ignore_index`. The backward is
 famous  gx = (softmax(x) - onehot(t)) / N : we subtract 1 at the target instead of
 building the one-hot matrix.
 """
+
 from tensorlab import backend
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
@@ -23,19 +24,19 @@ class CrossEntropy(Function):
             check_targets(logits, targets, self.ignore_index)
         xp = backend.array_module(logits)
         vocab = logits.shape[-1]
-        x = logits.reshape(-1, vocab)                          # (N, V)
-        t = targets.reshape(-1)                                # (N,)
+        x = logits.reshape(-1, vocab)  # (N, V)
+        t = targets.reshape(-1)  # (N,)
         self.valid = t != self.ignore_index
-        self.t = xp.where(self.valid, t, 0)                    # any class for ignored rows; masked below
+        self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
         e, m = exp_and_max(x, axis=-1)
         total = e.sum(axis=-1, keepdims=True)
-        self.p = e / total                                     # softmax, (N, V)
+        self.p = e / total  # softmax, (N, V)
         nll = (xp.log(total) + m)[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
-        self.count = self.valid.sum(dtype=logits.dtype)        # a 0-d array: stays on the device
+        self.count = self.valid.sum(dtype=logits.dtype)  # a 0-d array: stays on the device
         self.logits_shape = logits.shape
         loss = (nll * self.valid).sum() / xp.maximum(self.count, 1)
-        loss = xp.where(self.count > 0, loss, float("nan"))    # every target ignored: NaN, as in PyTorch
+        loss = xp.where(self.count > 0, loss, float("nan"))  # every target ignored: NaN, as in PyTorch
         return xp.asarray(loss, dtype=logits.dtype)
 
     def backward(self, gy):
@@ -50,18 +51,26 @@ class CrossEntropy(Function):
 def check_targets(logits, targets, ignore_index):
     """Raise unless `targets` are class ids in [0, V) or ignore_index (on a GPU: one transfer to the host)."""
     if logits.ndim < 1 or logits.dtype.kind != "f":
-        raise TypeError(f"cross_entropy: logits must be a floating array of shape (..., V), "
-                        f"got shape {logits.shape} and dtype {logits.dtype}")
+        raise TypeError(
+            f"cross_entropy: logits must be a floating array of shape (..., V), "
+            f"got shape {logits.shape} and dtype {logits.dtype}"
+        )
     if targets.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be integer class ids, got dtype {targets.dtype} "
-                        f"(convert with .astype('int64') if they are whole numbers)")
+        raise TypeError(
+            f"cross_entropy: targets must be integer class ids, got dtype {targets.dtype} "
+            f"(convert with .astype('int64') if they are whole numbers)"
+        )
     if targets.shape != logits.shape[:-1]:
-        raise ValueError(f"cross_entropy: targets of shape {targets.shape} must have the logits' shape "
-                         f"without the class axis, {logits.shape[:-1]} (logits are {logits.shape})")
+        raise ValueError(
+            f"cross_entropy: targets of shape {targets.shape} must have the logits' shape "
+            f"without the class axis, {logits.shape[:-1]} (logits are {logits.shape})"
+        )
     vocab = logits.shape[-1]
     bad = ((targets < 0) | (targets >= vocab)) & (targets != ignore_index)
     if bad.any():
         first = tuple(int(i) for i in backend.array_module(bad).argwhere(bad)[0])
-        raise ValueError(f"cross_entropy: target {int(targets[first])} at position {first} is out of range; "
-                         f"class ids must be in [0, {vocab - 1}] for {vocab} classes "
-                         f"(or equal ignore_index={ignore_index})")
+        raise ValueError(
+            f"cross_entropy: target {int(targets[first])} at position {first} is out of range; "
+            f"class ids must be in [0, {vocab - 1}] for {vocab} classes "
+            f"(or equal ignore_index={ignore_index})"
+        )

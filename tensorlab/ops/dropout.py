@@ -1,4 +1,5 @@
 """Inverted dropout: zero each element with probability p, scale the survivors by 1/(1-p)."""
+
 from tensorlab import backend, random
 from tensorlab.tensor import Function
 

@@ -3,6 +3,7 @@
 Notation: x, y are inputs (or the output y of a unary op), gy the gradient flowing
 back from the output, gx / gy_ the gradients flowing to each input.
 """
+
 import math
 
 import numpy as np
@@ -81,7 +82,7 @@ class Pow(Function):
 
     def forward(self, x):
         self.x = x
-        return x ** self.exponent
+        return x**self.exponent
 
     def backward(self, gy):
         # y = x^p  =>  gx = gy * p * x^(p-1)  (and 0 for p = 0, where x^-1 would give 0 * inf at x = 0)
@@ -178,7 +179,7 @@ class Gelu(Function):
         xp = backend.array_module(x)
         if self.approximate == "tanh":
             self.x = x
-            self.t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3))
+            self.t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3))
             return 0.5 * x * (1 + self.t)
         # about fifteen passes per element: done block by block so each block stays in cache
         x = xp.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes a 0-d x 1-d
@@ -213,7 +214,7 @@ def _gelu_and_slope(x, y, slope):
     near 1. With z = |x| / sqrt 2, its exp(-z^2) is exp(-x^2/2): the pdf comes for free.
     """
     xp = backend.array_module(x)
-    gauss = xp.exp(-0.5 * x * x)                                   # exp(-x^2/2)
+    gauss = xp.exp(-0.5 * x * x)  # exp(-x^2/2)
     if backend.is_cupy_array(x):
         cdf = 0.5 * (1 + backend.cupy_erf(x * x.dtype.type(1 / math.sqrt(2))))
     elif x.dtype == np.float64:
@@ -222,18 +223,18 @@ def _gelu_and_slope(x, y, slope):
         t = np.abs(x)
         t *= 0.3275911 / math.sqrt(2)
         t += 1
-        np.reciprocal(t, out=t)                                    # t = 1 / (1 + p |x| / sqrt 2)
-        cdf = t * 1.061405429                                      # Horner: t (a1 + t (a2 + ... a5 t))
+        np.reciprocal(t, out=t)  # t = 1 / (1 + p |x| / sqrt 2)
+        cdf = t * 1.061405429  # Horner: t (a1 + t (a2 + ... a5 t))
         for a in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
             cdf += a
             cdf *= t
         cdf *= gauss
         cdf *= -0.5
-        cdf += 0.5                                                 # 1/2 - tail, tail = 1 - Phi(|x|)
-        np.copysign(cdf, x, out=cdf)                               # Phi(x) - 1/2 keeps the sign of x
+        cdf += 0.5  # 1/2 - tail, tail = 1 - Phi(|x|)
+        np.copysign(cdf, x, out=cdf)  # Phi(x) - 1/2 keeps the sign of x
         cdf += 0.5
     xp.multiply(x, cdf, out=y)
-    gauss *= x.dtype.type(1 / math.sqrt(2 * math.pi))              # phi(x)
+    gauss *= x.dtype.type(1 / math.sqrt(2 * math.pi))  # phi(x)
     gauss *= x
     xp.add(cdf, gauss, out=slope)
 

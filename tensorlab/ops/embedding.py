@@ -1,4 +1,5 @@
 """Embedding lookup: row ids[n] of the weight table."""
+
 from tensorlab import backend
 from tensorlab.tensor import Function
 
@@ -11,7 +12,7 @@ class Embedding(Function):
         if not self.ids_checked:
             check_ids(ids, weight.shape)
         self.ids, self.weight_shape = ids, weight.shape
-        return weight[ids]                                   # (..., C)
+        return weight[ids]  # (..., C)
 
     def backward(self, gy):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
@@ -31,5 +32,7 @@ def check_ids(ids, weight_shape):
     out_of_range = (ids < 0) | (ids >= vocab)
     if ids.size and bool(out_of_range.any()):
         bad = int(ids[out_of_range][0])
-        raise ValueError(f"embedding: id {bad} is out of range for a table of {vocab} rows "
-                         f"(weight shape {weight_shape}); ids must be in [0, {vocab - 1}]")
+        raise ValueError(
+            f"embedding: id {bad} is out of range for a table of {vocab} rows "
+            f"(weight shape {weight_shape}); ids must be in [0, {vocab - 1}]"
+        )

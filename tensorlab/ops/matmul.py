@@ -1,4 +1,5 @@
 """Matrix product with NumPy's rules: the last two axes multiply, leading axes broadcast."""
+
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.tensor import Function
 
@@ -14,7 +15,8 @@ class MatMul(Function):
         if a2.shape[-1] != b2.shape[-2]:
             raise ValueError(
                 f"matmul: shapes {a.shape} and {b.shape} do not fit: the last axis of the first ({a2.shape[-1]}) "
-                f"must equal the second-to-last axis of the second ({b2.shape[-2]})")
+                f"must equal the second-to-last axis of the second ({b2.shape[-2]})"
+            )
         broadcast_shape(f"matmul of {a.shape} and {b.shape}: batch axes", a2.shape[:-2], b2.shape[:-2])
         self.a, self.b = a2, b2
         y = a2 @ b2

@@ -4,6 +4,7 @@ Shared notation: x has C features on its last axis, r = 1 / sqrt(s + eps) is the
 scale (s = mean(x^2) for RMSNorm, the variance for LayerNorm), xhat the normalised x,
 and g = gy * w the gradient arriving at xhat.
 """
+
 from tensorlab import backend
 from tensorlab.tensor import Function
 
@@ -28,8 +29,10 @@ def _sum_to_last_axis(a):
 def _check_params(op_name, x, *params):
     for p in params:
         if p.shape != x.shape[-1:]:
-            raise ValueError(f"{op_name}: weight/bias of shape {p.shape} must be ({x.shape[-1]},), "
-                             f"the size of the last axis of x {x.shape}")
+            raise ValueError(
+                f"{op_name}: weight/bias of shape {p.shape} must be ({x.shape[-1]},), "
+                f"the size of the last axis of x {x.shape}"
+            )
 
 
 class RMSNorm(Function):
@@ -40,7 +43,7 @@ class RMSNorm(Function):
 
     def forward(self, x, weight):
         _check_params("rms_norm", x, weight)
-        self.r = 1 / (_row_mean_of_product(x, x) + self.eps) ** 0.5      # (..., 1)
+        self.r = 1 / (_row_mean_of_product(x, x) + self.eps) ** 0.5  # (..., 1)
         self.xhat, self.w = x * self.r, weight
         return self.xhat * weight
 

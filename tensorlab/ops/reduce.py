@@ -1,4 +1,5 @@
 """Reductions: sum, mean and max over one or several axes."""
+
 from tensorlab import backend
 from tensorlab.ops.axes import expand_reduced, normalize_axes
 from tensorlab.tensor import Function

@@ -9,6 +9,7 @@ negation, a concatenation, two products and a sum: six graph nodes and their cop
 Here the last axis is viewed as (2, D/2), so [x2, x1] is a view (the halves read in
 reverse order) and the sign of -x2 moves into the table: rotate_half(x) sin = [x2, x1] * [-sin1, sin2].
 """
+
 from tensorlab.tensor import Function
 
 
@@ -22,14 +23,16 @@ class Rope(Function):
 
     def forward(self, x, cos, sin):
         if x.shape[-1] % 2 or cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
-            raise ValueError(f"rope: x (..., T, D) needs an even D and cos, sin of shape (T, D) = {x.shape[-2:]}; "
-                             f"got x {x.shape}, cos {cos.shape}, sin {sin.shape}")
-        self.cos = _halves(cos)                                   # (T, 2, D/2)
+            raise ValueError(
+                f"rope: x (..., T, D) needs an even D and cos, sin of shape (T, D) = {x.shape[-2:]}; "
+                f"got x {x.shape}, cos {cos.shape}, sin {sin.shape}"
+            )
+        self.cos = _halves(cos)  # (T, 2, D/2)
         self.signed_sin = _halves(sin).copy()
-        self.signed_sin[:, 0] *= -1                               # [-sin1, sin2]
-        x2 = _halves(x)                                           # (..., T, 2, D/2), a view
+        self.signed_sin[:, 0] *= -1  # [-sin1, sin2]
+        x2 = _halves(x)  # (..., T, 2, D/2), a view
         y = x2 * self.cos
-        y += x2[..., ::-1, :] * self.signed_sin                   # [x2, x1] * [-sin1, sin2]
+        y += x2[..., ::-1, :] * self.signed_sin  # [x2, x1] * [-sin1, sin2]
         return y.reshape(x.shape)
 
     def backward(self, gy):

@@ -1,4 +1,5 @@
 """Choosing between values elementwise: where and masked_fill."""
+
 from tensorlab import backend
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.tensor import Function

@@ -1,4 +1,5 @@
 """Shape ops: they move elements around, so their backward moves gradients back."""
+
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.tensor import Function
@@ -13,8 +14,9 @@ class Reshape(Function):
         try:
             return x.reshape(self.shape)
         except ValueError:
-            raise ValueError(f"reshape: cannot reshape an array of shape {x.shape} ({x.size} elements) "
-                             f"into shape {self.shape}") from None
+            raise ValueError(
+                f"reshape: cannot reshape an array of shape {x.shape} ({x.size} elements) into shape {self.shape}"
+            ) from None
 
     def backward(self, gy):
         # y = x viewed with another shape  =>  gx = gy viewed with x's shape
@@ -28,10 +30,15 @@ class Transpose(Function):
         self.axes = axes
 
     def forward(self, x):
-        axes = tuple(range(x.ndim))[::-1] if self.axes is None else \
-            tuple(normalize_axis("transpose", a, x.ndim) for a in self.axes)
+        axes = (
+            tuple(range(x.ndim))[::-1]
+            if self.axes is None
+            else tuple(normalize_axis("transpose", a, x.ndim) for a in self.axes)
+        )
         if sorted(axes) != list(range(x.ndim)):
-            raise ValueError(f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
+            raise ValueError(
+                f"transpose: axes {self.axes} are not a permutation of the {x.ndim} axes of shape {x.shape}"
+            )
         self.perm = axes
         return x.transpose(axes)
 
@@ -71,14 +78,16 @@ class GetItem(Function):
 def _index_on_device(index, x):
     """Move integer or boolean index arrays (and Tensors) onto the device of x."""
     from tensorlab.tensor import Tensor
+
     parts = index if isinstance(index, tuple) else (index,)
     moved = []
     for part in parts:
         if isinstance(part, Tensor):
             part = part.data
         if isinstance(part, list) or hasattr(part, "dtype"):
-            part = backend.array_module(x).asarray(backend.to_device(part, backend.device_of(x))
-                                                   if hasattr(part, "dtype") else part)
+            part = backend.array_module(x).asarray(
+                backend.to_device(part, backend.device_of(x)) if hasattr(part, "dtype") else part
+            )
         moved.append(part)
     return tuple(moved) if isinstance(index, tuple) else moved[0]
 
@@ -86,19 +95,23 @@ def _index_on_device(index, x):
 def _check_integer_arrays_in_bounds(index, shape):
     """Raise for an integer-array index outside [-n, n): NumPy would, but CuPy wraps it silently (i % n)."""
     parts = index if isinstance(index, tuple) else (index,)
-    width = [0 if p is None or p is Ellipsis else p.ndim if getattr(getattr(p, "dtype", None), "kind", None) == "b" else 1
-             for p in parts]
+    width = [
+        0 if p is None or p is Ellipsis else p.ndim if getattr(getattr(p, "dtype", None), "kind", None) == "b" else 1
+        for p in parts
+    ]
     axis = 0
     for i, part in enumerate(parts):
         if part is Ellipsis:
-            axis = len(shape) - sum(width[i + 1:])
+            axis = len(shape) - sum(width[i + 1 :])
             continue
         if hasattr(part, "dtype") and part.dtype.kind in "iu" and part.size and axis < len(shape):
             n, low, high = shape[axis], int(part.min()), int(part.max())
             if low < -n or high >= n:
                 bad = low if low < -n else high
-                raise IndexError(f"getitem: index {bad} is out of bounds for axis {axis} of size {n} "
-                                 f"(x has shape {shape}); indices must be in [-{n}, {n - 1}]")
+                raise IndexError(
+                    f"getitem: index {bad} is out of bounds for axis {axis} of size {n} "
+                    f"(x has shape {shape}); indices must be in [-{n}, {n - 1}]"
+                )
         axis += width[i]
 
 
@@ -143,8 +156,10 @@ class Split(Function):
         axis = normalize_axis("split", self.axis, x.ndim)
         length = x.shape[axis]
         if sum(self.sizes) != length or min(self.sizes, default=0) < 0:
-            raise ValueError(f"split: sizes {self.sizes} must be non-negative and add up to {length}, "
-                             f"the length of axis {axis} of shape {x.shape}")
+            raise ValueError(
+                f"split: sizes {self.sizes} must be non-negative and add up to {length}, "
+                f"the length of axis {axis} of shape {x.shape}"
+            )
         self.axis = axis
         return tuple(_split_at(x, self.sizes, axis))
 
@@ -168,8 +183,7 @@ def _check_same_shape_except(op_name, xs, axis):
     """Every array must have the first one's shape, except along `axis` (None: on every axis)."""
     first = xs[0].shape
     for x in xs[1:]:
-        same = len(x.shape) == len(first) and all(
-            a == b for i, (a, b) in enumerate(zip(x.shape, first)) if i != axis)
+        same = len(x.shape) == len(first) and all(a == b for i, (a, b) in enumerate(zip(x.shape, first)) if i != axis)
         if not same:
             along = f" except along axis {axis}" if axis is not None else ""
             shapes = ", ".join(str(x.shape) for x in xs)

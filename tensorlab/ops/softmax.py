@@ -3,6 +3,7 @@
 softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) for any m; taking m = max_j x_j keeps
 every exponent <= 0, so nothing overflows.
 """
+
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.tensor import Function

@@ -11,6 +11,7 @@ m and v start at zero, so early on they are biased toward zero; dividing by
 (1 - b^t) removes that bias. Plain Adam with L2 would add weight_decay * p to g,
 where v rescales it; the decoupled form shrinks every weight at the same rate lr * wd.
 """
+
 from tensorlab import backend
 from tensorlab.optim.optimizer import Optimizer
 
@@ -32,18 +33,18 @@ class AdamW(Optimizer):
         xp = backend.array_module(p.data)
         if not state:
             state["step"] = 0
-            state["exp_avg"] = xp.zeros_like(p.data)     # m
+            state["exp_avg"] = xp.zeros_like(p.data)  # m
             state["exp_avg_sq"] = xp.zeros_like(p.data)  # v
         state["step"] += 1
         t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
 
-        p.data *= 1 - lr * weight_decay                  # p = p - lr wd p
+        p.data *= 1 - lr * weight_decay  # p = p - lr wd p
         m *= b1
-        m += (1 - b1) * grad                             # m = b1 m + (1 - b1) g
+        m += (1 - b1) * grad  # m = b1 m + (1 - b1) g
         v *= b2
-        v += (1 - b2) * grad * grad                      # v = b2 v + (1 - b2) g^2
+        v += (1 - b2) * grad * grad  # v = b2 v + (1 - b2) g^2
         # Python floats, so float32 arrays stay float32 (a NumPy float64 scalar would upcast them)
-        bias_correction1 = 1 - b1 ** t
-        bias_correction2 = 1 - b2 ** t
-        denom = xp.sqrt(v) / bias_correction2 ** 0.5 + eps  # sqrt(v_hat) + eps,  v_hat = v / (1 - b2^t)
-        p.data -= (lr / bias_correction1) * m / denom        # p = p - lr m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1 - b1^t)
+        bias_correction1 = 1 - b1**t
+        bias_correction2 = 1 - b2**t
+        denom = xp.sqrt(v) / bias_correction2**0.5 + eps  # sqrt(v_hat) + eps,  v_hat = v / (1 - b2^t)
+        p.data -= (lr / bias_correction1) * m / denom  # p = p - lr m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1 - b1^t)

@@ -1,4 +1,5 @@
 """Gradient clipping by the global L2 norm, as torch.nn.utils.clip_grad_norm_."""
+
 from tensorlab import backend
 from tensorlab.tensor import Tensor
 
@@ -34,9 +35,9 @@ def clip_grad_norm_(parameters, max_norm):
         return 0.0
     xp = backend.array_module(grads[0])
     total = global_norm(grads)
-    scale = xp.minimum(max_norm / (total + 1e-6), 1.0)   # 1 when no clipping is needed: g * 1 == g exactly
+    scale = xp.minimum(max_norm / (total + 1e-6), 1.0)  # 1 when no clipping is needed: g * 1 == g exactly
     for g in grads:
-        g *= scale.astype(g.dtype)                       # g = g * max_norm / (total + 1e-6)
+        g *= scale.astype(g.dtype)  # g = g * max_norm / (total + 1e-6)
     return float(total)
 
 

@@ -24,5 +24,4 @@ def weight_decay_groups(named_parameters, weight_decay):
             continue
         seen.add(id(p))
         (decay if p.ndim >= 2 else no_decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

@@ -12,6 +12,7 @@ Updates work on the raw backend arrays (NumPy or CuPy), so they record no
 autodiff graph. `state[p]` is a dict of arrays and numbers that the update keeps
 between steps (momentum buffers, Adam's moments).
 """
+
 from tensorlab import backend
 from tensorlab.tensor import Tensor
 
@@ -24,8 +25,9 @@ class Optimizer:
         self.param_groups = []
         self.state = {}  # Parameter -> dict of arrays and numbers
         if isinstance(params, Tensor):
-            raise TypeError("params must be an iterable of Parameters or of group dicts, "
-                            "got a single Tensor; wrap it in a list")
+            raise TypeError(
+                "params must be an iterable of Parameters or of group dicts, got a single Tensor; wrap it in a list"
+            )
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -79,8 +81,7 @@ class Optimizer:
         PyTorch. Arrays are copies, so later steps do not change a saved dict.
         """
         index = {id(p): i for i, p in enumerate(self._params_in_order())}
-        state = {index[id(p)]: {name: _copy(value) for name, value in s.items()}
-                 for p, s in self.state.items()}
+        state = {index[id(p)]: {name: _copy(value) for name, value in s.items()} for p, s in self.state.items()}
         groups = []
         for group in self.param_groups:
             saved = {name: value for name, value in group.items() if name != "params"}
@@ -92,16 +93,22 @@ class Optimizer:
         """Restore hyperparameters and state saved by `state_dict()` into these same-shaped parameters."""
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"load_state_dict: the saved state has {len(saved_groups)} parameter groups, "
-                             f"this optimizer has {len(self.param_groups)}")
+            raise ValueError(
+                f"load_state_dict: the saved state has {len(saved_groups)} parameter groups, "
+                f"this optimizer has {len(self.param_groups)}"
+            )
         for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
             if len(saved["params"]) != len(group["params"]):
-                raise ValueError(f"load_state_dict: parameter group {i} has {len(saved['params'])} parameters "
-                                 f"in the saved state and {len(group['params'])} in this optimizer")
+                raise ValueError(
+                    f"load_state_dict: parameter group {i} has {len(saved['params'])} parameters "
+                    f"in the saved state and {len(group['params'])} in this optimizer"
+                )
             missing = [name for name in self.defaults if name not in saved]
             if missing:
-                raise ValueError(f"load_state_dict: saved parameter group {i} lacks {missing}; "
-                                 f"was it saved by another kind of optimizer than {type(self).__name__}?")
+                raise ValueError(
+                    f"load_state_dict: saved parameter group {i} lacks {missing}; "
+                    f"was it saved by another kind of optimizer than {type(self).__name__}?"
+                )
         params = self._params_in_order()
         new_state = {}
         for i, saved in state_dict["state"].items():
@@ -112,8 +119,10 @@ class Optimizer:
                     value = value.item()
                 if hasattr(value, "shape"):
                     if tuple(value.shape) != p.shape:
-                        raise ValueError(f"load_state_dict: parameter {i} has shape {p.shape}, but its saved "
-                                         f"{name!r} has shape {tuple(value.shape)}")
+                        raise ValueError(
+                            f"load_state_dict: parameter {i} has shape {p.shape}, but its saved "
+                            f"{name!r} has shape {tuple(value.shape)}"
+                        )
                     value = backend.to_device(value, p.device).astype(p.dtype)  # astype copies
                 new_state[p][name] = value
         for saved, group in zip(saved_groups, self.param_groups):

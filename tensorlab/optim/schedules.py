@@ -6,6 +6,7 @@ torch.optim.lr_scheduler, each is bound to an optimizer, `step()` moves it on, a
 `state_dict()` / `load_state_dict()` save and restore everything but the optimizer
 (whose groups hold the lrs themselves), so a resumed run continues the same curve.
 """
+
 import math
 
 
@@ -53,7 +54,7 @@ class WarmupCosine:
         if self.max_steps == self.warmup_steps:  # no decay phase at all
             return self.max_lr
         ratio = (step - self.warmup_steps) / (self.max_steps - self.warmup_steps)  # 0 -> 1
-        coeff = 0.5 * (1 + math.cos(math.pi * ratio))                               # 1 -> 0
+        coeff = 0.5 * (1 + math.cos(math.pi * ratio))  # 1 -> 0
         return self.min_lr + coeff * (self.max_lr - self.min_lr)
 
     def apply(self, optimizer, step):
@@ -90,11 +91,23 @@ class ReduceLROnPlateau:
     reduction smaller than `eps` is skipped.
     """
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
-                 threshold_mode="rel", cooldown=0, min_lr=0.0, eps=1e-8):
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0.0,
+        eps=1e-8,
+    ):
         if mode not in ("min", "max") or threshold_mode not in ("rel", "abs"):
-            raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max' and threshold_mode 'rel' or 'abs', "
-                             f"got {mode!r} and {threshold_mode!r}")
+            raise ValueError(
+                f"ReduceLROnPlateau: mode must be 'min' or 'max' and threshold_mode 'rel' or 'abs', "
+                f"got {mode!r} and {threshold_mode!r}"
+            )
         if factor >= 1:
             raise ValueError(f"ReduceLROnPlateau: factor must be < 1, got {factor}")
         self.optimizer = optimizer

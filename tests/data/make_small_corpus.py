@@ -7,22 +7,115 @@ file. Seeded, so running it again gives the same bytes (tests/test_corpus.py che
 
     python tests/data/make_small_corpus.py      # rewrites tests/data/small_corpus.txt
 """
+
 import random
 from pathlib import Path
 
 TARGET_BYTES = 64_000
 OUT = Path(__file__).resolve().parent / "small_corpus.txt"
 
-SPEAKERS = ["First Citizen", "Second Citizen", "MENENIUS", "CORIOLANUS", "VOLUMNIA", "KING HENRY VI",
-            "QUEEN MARGARET", "GLOUCESTER", "ROMEO", "JULIET", "Nurse", "FRIAR LAURENCE", "LUCIO", "ISABELLA",
-            "DUKE VINCENTIO", "PETRUCHIO", "KATHARINA", "Messenger", "Servant", "All"]
-NOUNS = ["lord", "lady", "king", "queen", "heart", "crown", "sword", "night", "day", "grief", "love", "blood",
-         "honour", "city", "house", "friend", "brother", "father", "mother", "son", "tongue", "hand", "eye",
-         "soul", "heaven", "world", "death", "life", "war", "peace", "fortune", "tears", "head", "gate"]
-ADJECTIVES = ["noble", "gentle", "sweet", "fair", "proud", "poor", "good", "bloody", "true", "false", "old",
-              "young", "dear", "cruel", "wretched", "honest", "royal", "foul", "brave", "heavy"]
-VERBS = ["love", "hate", "know", "fear", "serve", "follow", "curse", "bless", "trust", "leave", "find", "seek",
-         "keep", "hear", "see", "kill", "save", "pardon", "remember", "forget"]
+SPEAKERS = [
+    "First Citizen",
+    "Second Citizen",
+    "MENENIUS",
+    "CORIOLANUS",
+    "VOLUMNIA",
+    "KING HENRY VI",
+    "QUEEN MARGARET",
+    "GLOUCESTER",
+    "ROMEO",
+    "JULIET",
+    "Nurse",
+    "FRIAR LAURENCE",
+    "LUCIO",
+    "ISABELLA",
+    "DUKE VINCENTIO",
+    "PETRUCHIO",
+    "KATHARINA",
+    "Messenger",
+    "Servant",
+    "All",
+]
+NOUNS = [
+    "lord",
+    "lady",
+    "king",
+    "queen",
+    "heart",
+    "crown",
+    "sword",
+    "night",
+    "day",
+    "grief",
+    "love",
+    "blood",
+    "honour",
+    "city",
+    "house",
+    "friend",
+    "brother",
+    "father",
+    "mother",
+    "son",
+    "tongue",
+    "hand",
+    "eye",
+    "soul",
+    "heaven",
+    "world",
+    "death",
+    "life",
+    "war",
+    "peace",
+    "fortune",
+    "tears",
+    "head",
+    "gate",
+]
+ADJECTIVES = [
+    "noble",
+    "gentle",
+    "sweet",
+    "fair",
+    "proud",
+    "poor",
+    "good",
+    "bloody",
+    "true",
+    "false",
+    "old",
+    "young",
+    "dear",
+    "cruel",
+    "wretched",
+    "honest",
+    "royal",
+    "foul",
+    "brave",
+    "heavy",
+]
+VERBS = [
+    "love",
+    "hate",
+    "know",
+    "fear",
+    "serve",
+    "follow",
+    "curse",
+    "bless",
+    "trust",
+    "leave",
+    "find",
+    "seek",
+    "keep",
+    "hear",
+    "see",
+    "kill",
+    "save",
+    "pardon",
+    "remember",
+    "forget",
+]
 OPENINGS = ["O", "Alas", "Nay", "Ay", "Why", "Come", "Peace", "Good morrow", "Hark", "Well", "Now", "Fie"]
 PRONOUNS = ["I", "we", "you", "thou", "he", "she", "they"]
 TEMPLATES = [
@@ -44,10 +137,17 @@ TEMPLATES = [
 def line(rng):
     """One line of verse-like dialogue from the grammar."""
     template = rng.choice(TEMPLATES)
-    text = template.format(open=rng.choice(OPENINGS), open2=rng.choice(OPENINGS).lower(),
-                           adj=rng.choice(ADJECTIVES), adj2=rng.choice(ADJECTIVES),
-                           noun=rng.choice(NOUNS), noun2=rng.choice(NOUNS),
-                           verb=rng.choice(VERBS), verb2=rng.choice(VERBS), pron=rng.choice(PRONOUNS))
+    text = template.format(
+        open=rng.choice(OPENINGS),
+        open2=rng.choice(OPENINGS).lower(),
+        adj=rng.choice(ADJECTIVES),
+        adj2=rng.choice(ADJECTIVES),
+        noun=rng.choice(NOUNS),
+        noun2=rng.choice(NOUNS),
+        verb=rng.choice(VERBS),
+        verb2=rng.choice(VERBS),
+        pron=rng.choice(PRONOUNS),
+    )
     return text[0].upper() + text[1:]
 
 

@@ -4,6 +4,7 @@
 subprocesses); `active()` does it for one test and puts everything back. Neither ever
 hides a real GPU: when real CuPy imports and sees a device, they leave it in place.
 """
+
 import contextlib
 import sys
 
@@ -18,6 +19,7 @@ def real_gpu_present():
         return False
     try:
         import cupy
+
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # not installed, or no driver: CuPy raises its own CUDA errors
         return False
@@ -26,6 +28,7 @@ def real_gpu_present():
 def _swap_in():
     """Install the stand-in; return what to restore (sys.modules entries, tensorlab.backend's cached module)."""
     from tensorlab import backend
+
     saved = {name: sys.modules.get(name) for name in cupy_standin.modules()}, backend._cupy
     sys.modules.update(cupy_standin.modules())
     backend._cupy = cupy_standin
@@ -34,6 +37,7 @@ def _swap_in():
 
 def _swap_out(saved):
     from tensorlab import backend
+
     modules, backend._cupy = saved
     for name, module in modules.items():
         if module is None:

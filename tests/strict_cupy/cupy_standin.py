@@ -12,6 +12,7 @@ It behaves as CuPy does where tensorlab could get CuPy wrong on a CPU-only machi
     .tolist(), repr) is counted in `transfers`, and host-to-device copies in `uploads`.
 Only the functions tensorlab uses are offered, each one that real CuPy has.
 """
+
 import builtins
 import collections
 import math
@@ -21,7 +22,7 @@ import types
 import numpy
 
 transfers = collections.Counter()  # device -> host, by kind: "get", "float", "bool", ...
-uploads = collections.Counter()    # host -> device, by kind: "asarray", "setitem", "index"
+uploads = collections.Counter()  # host -> device, by kind: "asarray", "setitem", "index"
 
 
 def reset_counts():
@@ -69,13 +70,18 @@ def _host_to_device(value, kind):
 
 # ----- indexing: integer arrays wrap around, as CuPy's take and fancy indexing do ---------------------
 
+
 def _normalize_key(key, shape, kind):
     """The NumPy key for `key` on an array of `shape`, with integer-array indices wrapped modulo their axis."""
     if not isinstance(key, tuple):
         key = (key,)
     key = tuple(_host_to_device(k, kind) if isinstance(k, (ndarray, numpy.ndarray)) else k for k in key)
-    consumed = builtins.sum(1 if k is not Ellipsis and k is not None and not _is_bool_array(k) else
-                   (numpy.ndim(k) if _is_bool_array(k) else 0) for k in key)
+    consumed = builtins.sum(
+        1
+        if k is not Ellipsis and k is not None and not _is_bool_array(k)
+        else (numpy.ndim(k) if _is_bool_array(k) else 0)
+        for k in key
+    )
     out, axis = [], 0
     for k in key:
         if k is Ellipsis:
@@ -88,7 +94,7 @@ def _normalize_key(key, shape, kind):
             out.append(k)
         elif isinstance(k, (list, numpy.ndarray)) and numpy.asarray(k).dtype.kind in "iu":
             k = numpy.asarray(k)
-            out.append(k % shape[axis] if shape[axis] else k)   # out-of-range ids wrap: i % n
+            out.append(k % shape[axis] if shape[axis] else k)  # out-of-range ids wrap: i % n
             axis += 1
         else:
             out.append(k)
@@ -104,7 +110,7 @@ class ndarray:
     """A device array: NumPy storage, CuPy's rules (see the module docstring)."""
 
     __array_priority__ = 100
-    __array_ufunc__ = None      # NumPy ufuncs (np.exp(x), np_array + x) refuse it: they raise TypeError
+    __array_ufunc__ = None  # NumPy ufuncs (np.exp(x), np_array + x) refuse it: they raise TypeError
     __hash__ = None
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
@@ -123,11 +129,13 @@ class ndarray:
 
     def __array__(self, dtype=None, copy=None):
         # cupy/_core/core.pyx, ndarray.__array__
-        raise TypeError("Implicit conversion to a NumPy array is not allowed. "
-                        "Please use `.get()` to construct a NumPy array explicitly.")
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. "
+            "Please use `.get()` to construct a NumPy array explicitly."
+        )
 
     def __array_function__(self, func, types, args, kwargs):
-        return NotImplemented   # NumPy raises TypeError: no implementation found for 'numpy.<func>'
+        return NotImplemented  # NumPy raises TypeError: no implementation found for 'numpy.<func>'
 
     # ----- device -> host transfers, each counted ------------------------------------------------------
 
@@ -200,7 +208,7 @@ class ndarray:
         return len(self._a)
 
     def __iter__(self):
-        return (self[i] for i in range(len(self)))   # 0-d arrays, never host scalars
+        return (self[i] for i in range(len(self)))  # 0-d arrays, never host scalars
 
     def __copy__(self):
         return self.copy()
@@ -226,13 +234,44 @@ class ndarray:
 def _method(name):
     def method(self, *args, **kwargs):
         return _wrap(getattr(self._a, name)(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
+
     method.__name__ = name
     return method
 
 
-for _name in ("all", "any", "argmax", "argmin", "argsort", "astype", "clip", "copy", "cumsum", "diagonal", "dot",
-              "fill", "flatten", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round",
-              "sort", "squeeze", "std", "sum", "swapaxes", "transpose", "var", "view", "conj"):
+for _name in (
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "astype",
+    "clip",
+    "copy",
+    "cumsum",
+    "diagonal",
+    "dot",
+    "fill",
+    "flatten",
+    "max",
+    "mean",
+    "min",
+    "nonzero",
+    "prod",
+    "ravel",
+    "repeat",
+    "reshape",
+    "round",
+    "sort",
+    "squeeze",
+    "std",
+    "sum",
+    "swapaxes",
+    "transpose",
+    "var",
+    "view",
+    "conj",
+):
     setattr(ndarray, _name, _method(_name))
 
 
@@ -241,19 +280,33 @@ def _operator(name, inplace=False):
 
     def op(self, other):
         if isinstance(other, numpy.ndarray):
-            _unsupported(other)          # cupy_array + numpy_array raises, as in CuPy
+            _unsupported(other)  # cupy_array + numpy_array raises, as in CuPy
         if not isinstance(other, (ndarray, int, float, complex, bool, numpy.generic)):
             return NotImplemented
         result = numpy_op(self._a, _dev(other))
         if result is NotImplemented:
             return NotImplemented
         return self if inplace else _wrap(result)
+
     op.__name__ = name
     return op
 
 
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
-              "lshift", "rshift"):
+for _name in (
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "pow",
+    "matmul",
+    "and",
+    "or",
+    "xor",
+    "lshift",
+    "rshift",
+):
     setattr(ndarray, f"__{_name}__", _operator(f"__{_name}__"))
     setattr(ndarray, f"__r{_name}__", _operator(f"__r{_name}__"))
     setattr(ndarray, f"__i{_name}__", _operator(f"__i{_name}__", inplace=True))
@@ -262,10 +315,11 @@ for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(ndarray, f"__{_name}__", (lambda n: lambda self: _wrap(getattr(self._a, n)()))(f"__{_name}__"))
 
-ndarray.__module__ = "cupy"   # as type(cupy_array).__module__ reads: tensorlab.backend tells arrays apart by it
+ndarray.__module__ = "cupy"  # as type(cupy_array).__module__ reads: tensorlab.backend tells arrays apart by it
 
 
 # ----- module functions (each one CuPy has; signatures as CuPy's) ---------------------------------------
+
 
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
     host = _host_to_device(obj, "asarray")
@@ -316,29 +370,108 @@ def _function(name):
                 if isinstance(arg, (list, tuple)):
                     _unsupported(arg)
         return _wrap(numpy_function(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
+
     function.__name__ = function.__qualname__ = name
     return function
 
 
 _FUNCTIONS = (
     # creation
-    "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "arange", "triu", "tril",
+    "empty",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "arange",
+    "triu",
+    "tril",
     # ufuncs
-    "add", "subtract", "multiply", "divide", "true_divide", "negative", "power", "square", "sqrt", "exp", "log",
-    "log1p", "expm1", "tanh", "sin", "cos", "abs", "absolute", "sign", "maximum", "minimum", "reciprocal",
-    "copysign", "isfinite", "isnan", "isinf", "logical_and", "logical_or", "logical_not", "equal", "not_equal",
-    "less", "greater",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "true_divide",
+    "negative",
+    "power",
+    "square",
+    "sqrt",
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "tanh",
+    "sin",
+    "cos",
+    "abs",
+    "absolute",
+    "sign",
+    "maximum",
+    "minimum",
+    "reciprocal",
+    "copysign",
+    "isfinite",
+    "isnan",
+    "isinf",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "equal",
+    "not_equal",
+    "less",
+    "greater",
     # shape, selection, reductions, linear algebra
-    "reshape", "transpose", "swapaxes", "broadcast_to", "concatenate", "stack", "where", "argwhere", "nonzero",
-    "sum", "mean", "max", "amax", "min", "amin", "argmax", "cumsum", "prod", "matmul", "einsum", "dot", "outer",
-    "allclose", "array_equal",
+    "reshape",
+    "transpose",
+    "swapaxes",
+    "broadcast_to",
+    "concatenate",
+    "stack",
+    "where",
+    "argwhere",
+    "nonzero",
+    "sum",
+    "mean",
+    "max",
+    "amax",
+    "min",
+    "amin",
+    "argmax",
+    "cumsum",
+    "prod",
+    "matmul",
+    "einsum",
+    "dot",
+    "outer",
+    "allclose",
+    "array_equal",
 )
 for _name in _FUNCTIONS:
     globals()[_name] = _function(_name)
 
 # dtypes and constants are NumPy's own objects in CuPy too
-for _name in ("dtype", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
-              "iinfo", "finfo", "result_type", "newaxis", "inf", "nan", "pi", "e"):
+for _name in (
+    "dtype",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool_",
+    "iinfo",
+    "finfo",
+    "result_type",
+    "newaxis",
+    "inf",
+    "nan",
+    "pi",
+    "e",
+):
     globals()[_name] = getattr(numpy, _name)
 
 
@@ -347,6 +480,7 @@ linalg.norm = lambda x, ord=None, axis=None, keepdims=False: _wrap(numpy.linalg.
 
 
 # ----- cupy.random: the Generator API ------------------------------------------------------------------
+
 
 class _BitGenerator:
     """cupy.random.XORWOW / Philox4x3210(seed=None, *, size=-1): a cuRAND generator seeded with 32 bits.
@@ -401,6 +535,7 @@ random.Generator = _Generator
 
 # ----- cupy.cuda: one device ---------------------------------------------------------------------------
 
+
 class _Device:
     """cupy.cuda.Device(device=None): a context manager naming device 0."""
 
@@ -432,6 +567,7 @@ cuda.is_available = lambda: True
 
 # ----- cupyx: scatter_add and scipy.special.erf ---------------------------------------------------------
 
+
 def scatter_add(a, slices, value):
     """cupyx.scatter_add(a, slices, value): a[slices] += value with repeated indices adding up (ids wrap)."""
     numpy.add.at(a._a, _normalize_key(slices, a.shape, "index"), _dev(value))
@@ -456,5 +592,12 @@ cupyx.scipy.special.erf = erf
 def modules():
     """The sys.modules entries that make `import cupy` / `import cupyx.scipy.special` find the stand-in."""
     this = sys.modules[__name__]
-    return {"cupy": this, "cupy.random": random, "cupy.cuda": cuda, "cupy.linalg": linalg,
-            "cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special}
+    return {
+        "cupy": this,
+        "cupy.random": random,
+        "cupy.cuda": cuda,
+        "cupy.linalg": linalg,
+        "cupyx": cupyx,
+        "cupyx.scipy": cupyx.scipy,
+        "cupyx.scipy.special": cupyx.scipy.special,
+    }
