@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from tensorlab.nn.transformer import NORM_POSITIONS, NORMS
 
 POSITIONAL_ENCODINGS = ("sinusoidal", "learned", "rope")
-ACTIVATIONS = ("gelu", "relu")
+ACTIVATIONS = ("gelu", "relu", "swiglu")
 DTYPES = ("float32", "float64")
 CHOICES = {
     "pos_encoding": POSITIONAL_ENCODINGS,
@@ -34,7 +34,7 @@ class ModelConfig:
     dropout: float = 0.0
     pos_encoding: str = "rope"  # "sinusoidal" | "learned" | "rope"
     tie_weights: bool = True  # the LM head reuses the token embedding table
-    activation: str = "gelu"  # feed-forward nonlinearity: "gelu" | "relu"
+    activation: str = "gelu"  # feed-forward: "gelu" | "relu" | "swiglu" (gated, three matrices)
     norm: str = "rmsnorm"  # "rmsnorm" | "layernorm" | "none" (blocks and the final norm)
     norm_position: str = "pre"  # "pre": x + f(norm(x)) (GPT-2); "post": norm(x + f(x)) (Vaswani et al.)
     norm_eps: float = 1e-5

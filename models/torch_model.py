@@ -76,12 +76,19 @@ class TorchFeedForward(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.activation = c.activation
-        self.fc = nn.Linear(c.d_model, c.d_ff, bias=c.ffn_bias)
+        if c.activation == "swiglu":
+            self.gate = nn.Linear(c.d_model, c.d_ff, bias=c.ffn_bias)
+            self.up = nn.Linear(c.d_model, c.d_ff, bias=c.ffn_bias)
+        else:
+            self.fc = nn.Linear(c.d_model, c.d_ff, bias=c.ffn_bias)
         self.proj = nn.Linear(c.d_ff, c.d_model, bias=c.ffn_bias)
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x):
-        h = TF.gelu(self.fc(x)) if self.activation == "gelu" else TF.relu(self.fc(x))
+        if self.activation == "swiglu":
+            h = TF.silu(self.gate(x)) * self.up(x)
+        else:
+            h = TF.gelu(self.fc(x)) if self.activation == "gelu" else TF.relu(self.fc(x))
         return self.dropout(self.proj(h))
 
 

@@ -41,6 +41,8 @@ OPTIONS = [  # each row is one reference report's model, plus single switches
     ),  # 004
     dict(norm="layernorm", norm_position="pre", pos_encoding="rope"),
     dict(norm="rmsnorm", norm_position="post", ffn_bias=False),
+    dict(activation="swiglu"),  # the gated feed-forward of PaLM and LLaMA
+    dict(activation="swiglu", ffn_bias=False, norm_position="post"),
 ]
 
 

@@ -4,7 +4,8 @@ A block reads the residual stream x (B, T, C) and lets attention and then the
 feed-forward network each add their contribution back. Where the normalisation sits:
     pre-norm  (GPT-2):        x = x + attention(norm1(x)),   x = x + ffn(norm2(x))
     post-norm (Vaswani 2017): x = norm1(x + attention(x)),   x = norm2(x + ffn(x))
-The normalisation is RMSNorm, LayerNorm, or none at all (the identity).
+The normalisation is RMSNorm, LayerNorm, or none at all (the identity); the feed-forward network is
+FeedForward (GELU or ReLU) or, with activation="swiglu", the gated SwiGLUFeedForward.
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ from tensorlab.nn import init
 from tensorlab.nn.attention import CausalSelfAttention
 from tensorlab.nn.layers import Dropout, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module
+from tensorlab.nn.swiglu import SwiGLUFeedForward
 
 ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu}
 NORMS = ("rmsnorm", "layernorm", "none")
@@ -84,9 +86,11 @@ class TransformerBlock(Module):
         self.norm1 = make_norm(norm, d_model, norm_eps, dtype)
         self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype, proj_bias=proj_bias)
         self.norm2 = make_norm(norm, d_model, norm_eps, dtype)
-        self.ffn = FeedForward(
-            d_model, d_ff, activation, dropout, bias if ffn_bias is None else ffn_bias, n_layers, dtype
-        )
+        ffn_bias = bias if ffn_bias is None else ffn_bias
+        if activation == "swiglu":  # gated: proj(silu(gate(x)) * up(x))
+            self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout, ffn_bias, n_layers, dtype)
+        else:
+            self.ffn = FeedForward(d_model, d_ff, activation, dropout, ffn_bias, n_layers, dtype)
 
     def forward(self, x, return_attention=False, kv_cache=None):
         if self.norm_position == "pre":
