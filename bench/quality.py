@@ -37,9 +37,10 @@ def train_for(framework, cfg_dict, data_path, minutes, threads, results):
 
 def _train_for(framework, cfg_dict, data_path, minutes, threads):
     sys.path.insert(0, str(ROOT))
-    import train
     from models.data import eval_windows, random_windows
     from models.train_config import TrainConfig
+    from models.trainer import horizon
+    from tensorlab.optim import WarmupCosine
 
     cfg = TrainConfig.from_dict(cfg_dict)
     with np.load(data_path) as data:
@@ -50,7 +51,8 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
     while time.perf_counter() - start < 60 * minutes:
         elapsed = time.perf_counter() - start
         cfg_minutes = cfg.replace(max_minutes=minutes, max_steps=0)
-        lr = train.get_lr(cfg_minutes, step, train.get_horizon(cfg_minutes, step, elapsed))
+        end = max(horizon(cfg_minutes, step, elapsed), cfg.warmup_steps)  # train.py's time-bounded cosine
+        lr = WarmupCosine(cfg.lr, cfg.min_lr, cfg.warmup_steps, end).lr_at(step)
         x, y = random_windows(train_ids, cfg.batch_size, cfg.model.context_len, rng)
         loss = model_step(x, y, lr)
         step += 1
@@ -101,31 +103,19 @@ def _tensorlab(cfg, weights, threads):
 def _torch(cfg, weights, threads):
     import torch
 
-    from models.torch_model import TorchTinyLM
+    from models.torch_model import TorchTinyLM, adamw_for, train_step
 
     torch.set_num_threads(threads)
     torch.manual_seed(cfg.seed)
     model = TorchTinyLM(cfg.model)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr,
-        betas=(cfg.beta1, cfg.beta2),
-    )
+    optimizer = adamw_for(model, cfg, lr=cfg.lr)
 
     def step(x, y, lr):
         for group in optimizer.param_groups:
             group["lr"] = lr
         model.train()
-        _, loss = model(torch.from_numpy(x), torch.from_numpy(y))
-        optimizer.zero_grad()
-        loss.backward()
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        return float(loss.item())
+        return train_step(model, model, optimizer, x, y, cfg.grad_clip)
 
     @torch.no_grad()
     def score(x, y):
@@ -138,11 +128,13 @@ def _torch(cfg, weights, threads):
 def prepare(cfg, data_path):
     """Tokenizer, split and initial weights, shared by both runs: written to one .npz."""
     sys.path.insert(0, str(ROOT))
+    import tensorlab
     import train
-    from models.transformer import TinyTransformerLM  # noqa: F401 (train.new_model builds it)
+    from models.transformer import TinyTransformerLM
 
     tokenizer, train_ids, val_ids, _ = train.load_data(cfg)
-    model = train.new_model(cfg, tokenizer)
+    tensorlab.manual_seed(cfg.seed)  # the initial weights train.py's Trainer would make
+    model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size))
     np.savez(data_path, train=train_ids, val=val_ids, **{f"w/{k}": v for k, v in model.state_dict().items()})
     return tokenizer.vocab_size
 

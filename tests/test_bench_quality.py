@@ -1,0 +1,24 @@
+"""bench/quality.py trains both frameworks from the same weights on the same recipe and prints both perplexities."""
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quality_trains_both_frameworks_and_prints_finite_perplexities(corpus_file, tmp_path):
+    command = [sys.executable, "bench/quality.py", "configs/tiny.json", "--minutes", "0.02", "--threads", "1"]
+    command += ["--data", str(corpus_file), "--tmp", str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"validation perplexity after [\d.]+ minutes: tensorlab ([\d.]+), pytorch ([\d.]+)", last)
+    assert found, last
+    tensorlab_ppl, torch_ppl = map(float, found.groups())
+    vocab = json.loads((ROOT / "configs/tiny.json").read_text())["model"]["vocab_size"]  # untrained: about this
+    assert math.isfinite(tensorlab_ppl) and math.isfinite(torch_ppl)
+    assert tensorlab_ppl < vocab and torch_ppl < vocab, (tensorlab_ppl, torch_ppl)
