@@ -35,7 +35,7 @@ from models.corpus import load_corpus  # noqa: E402
 from models.data import eval_windows, random_windows, split_tokens  # noqa: E402
 from models.preprocess import preprocess  # noqa: E402
 from models.tokenizer import BPETokenizer  # noqa: E402
-from models.torch_model import load_tensorlab_run  # noqa: E402
+from models.torch_model import adamw_for, load_tensorlab_run, train_step  # noqa: E402
 from models.train_config import TrainConfig  # noqa: E402
 
 VAL_BATCHES = 2  # validation batches for the loss before and after
@@ -80,24 +80,12 @@ def main(argv=None):
     model = load_tensorlab_run(args.run_dir, args.checkpoint)
     start = val_loss(model, val_ids, batch_size)
     ddp = DistributedDataParallel(model)  # broadcasts rank 0's weights, then averages every gradient
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-        lr=args.lr or cfg.min_lr or cfg.lr,
-        betas=(cfg.beta1, cfg.beta2),
-    )
+    optimizer = adamw_for(model, cfg, lr=args.lr or cfg.min_lr or cfg.lr)
     rng = np.random.default_rng([cfg.seed, 100 + rank])  # each rank its own windows
     losses = []
     for _ in range(args.steps):
         x, y = random_windows(train_ids, batch_size, model.c.context_len, rng)
-        _, loss = ddp(torch.from_numpy(x), torch.from_numpy(y))
-        optimizer.zero_grad()
-        loss.backward()
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        losses.append(float(loss))
+        losses.append(train_step(ddp, model, optimizer, x, y, cfg.grad_clip))
     end = val_loss(model, val_ids, batch_size)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -138,6 +138,25 @@ class TorchTinyLM(nn.Module):
         return logits, loss
 
 
+def adamw_for(model, cfg, lr):
+    """torch.optim.AdamW grouped as tensorlab trains: weight decay on tensors of dim >= 2, none on the rest."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(cfg.beta1, cfg.beta2))
+
+
+def train_step(forward, model, optimizer, x, y, grad_clip):
+    """One step: loss of forward(x, y) (the model, or its DDP wrapper), backward, clip (0: off), AdamW; the loss."""
+    _, loss = forward(torch.from_numpy(x), torch.from_numpy(y))
+    optimizer.zero_grad()
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return float(loss.item())
+
+
 def twin_of(model):
     """A TorchTinyLM with the tensorlab model's config and a copy of its weights."""
     return from_state_dict(model.config, model.state_dict())

@@ -303,12 +303,18 @@ def test_generate_subcommand_continues_the_prompt(run_dir, capsys):
     assert status == 0 and out.startswith("ROMEO:") and len(out) > len("ROMEO:") + 5
 
 
-def test_sweep_trains_each_config_and_compares_them(corpus, tmp_path, capsys):
+def two_sweep_configs(tmp_path):
+    """The tiny config at two widths, written as narrow.json and wide.json: what the sweep tests compare."""
     configs = []
     for name, d_model in (("narrow", 16), ("wide", 32)):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(dict(json.loads(Path(TINY).read_text()), d_model=d_model)))
         configs.append(path)
+    return configs
+
+
+def test_sweep_trains_each_config_and_compares_them(corpus, tmp_path, capsys):
+    configs = two_sweep_configs(tmp_path)
     out = tmp_path / "sweep"
     status, _, _ = run_main(["sweep", *configs, "--out", out, "--data", corpus, "--max-steps", 10], capsys)
     assert status == 0
@@ -473,11 +479,7 @@ def test_per_layer_statistics_are_computed_only_for_logged_steps(corpus, tmp_pat
 
 
 def test_an_interrupted_sweep_continues_and_skips_finished_configs(corpus, tmp_path, capsys):
-    configs = []
-    for name, d_model in (("narrow", 16), ("wide", 32)):
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(dict(json.loads(Path(TINY).read_text()), d_model=d_model)))
-        configs.append(path)
+    configs = two_sweep_configs(tmp_path)
     out = tmp_path / "sweep"
     argv = ["sweep", *configs, "--out", out, "--data", corpus, "--max-steps", 10]
     steps = []

@@ -173,6 +173,15 @@ _REDUCTION_SHAPE_HINT = (
 )
 
 
+def _reduction(name, op, forward, graph, lesson):
+    """The exercise for a reduction: every axis/keepdims setting on a (3, 4, 5) input, plus a size-1 axis."""
+    cases = [
+        Case(op, ("x",), _inputs(_normal(3, 4, 5)), forward, settings, graph=graph) for settings in _REDUCTION_CASES
+    ]
+    cases.append(Case(op, ("x",), _inputs(_normal(3, 1, 5)), forward, dict(axis=1), graph=graph))
+    return Exercise(name, f"y = x.{name}(axis, keepdims): {lesson}", cases, shape_hint=_REDUCTION_SHAPE_HINT)
+
+
 def _rows_of_scale(*scales, width):
     """Standard-normal rows times `scales`: rows of tiny variance make eps in RMSNorm count."""
     return lambda rng: rng.standard_normal((len(scales), width)) * np.array(scales)[:, None]
@@ -242,26 +251,8 @@ EXERCISES = [
             Case("Log", ("x",), _inputs(_positive(3, 4)), np.log, graph=stages.log),
         ],
     ),
-    Exercise(
-        "sum",
-        "y = x.sum(axis, keepdims): copy the gradient back along the summed axes",
-        [
-            Case("Sum", ("x",), _inputs(_normal(3, 4, 5)), np.sum, settings, graph=stages.sum_)
-            for settings in _REDUCTION_CASES
-        ]
-        + [Case("Sum", ("x",), _inputs(_normal(3, 1, 5)), np.sum, dict(axis=1), graph=stages.sum_)],
-        shape_hint=_REDUCTION_SHAPE_HINT,
-    ),
-    Exercise(
-        "mean",
-        "y = x.mean(axis, keepdims): like sum, with one factor",
-        [
-            Case("Mean", ("x",), _inputs(_normal(3, 4, 5)), np.mean, settings, graph=stages.mean)
-            for settings in _REDUCTION_CASES
-        ]
-        + [Case("Mean", ("x",), _inputs(_normal(3, 1, 5)), np.mean, dict(axis=1), graph=stages.mean)],
-        shape_hint=_REDUCTION_SHAPE_HINT,
-    ),
+    _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),
+    _reduction("mean", "Mean", np.mean, stages.mean, "like sum, with one factor"),
     Exercise(
         "softmax",
         "y = softmax(x) along an axis: every output depends on every input of its row",
