@@ -159,6 +159,12 @@ def _causality_probe(backward, inputs):
 
 
 # ----- the catalog -------------------------------------------------------------------------------
+# input makers for binary ops: equal shapes, a row broadcast over rows, both sides broadcast
+_BROADCAST_PAIRS = [
+    (_normal(3, 4), _normal(3, 4)),
+    (_normal(3, 4), _normal(4)),
+    (_normal(2, 1, 4), _normal(3, 1)),
+]
 _REDUCTION_CASES = [
     dict(axis=1),
     dict(axis=(0, 2)),
@@ -199,40 +205,14 @@ EXERCISES = [
         "function",
         "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
         [
-            Case(
-                "Hypot",
-                ("a", "b"),
-                _inputs(_normal(3, 4), _normal(3, 4)),
-                np.hypot,
-                graph=stages.hypot,
-                forward_is_yours=True,
-            ),
-            Case(
-                "Hypot",
-                ("a", "b"),
-                _inputs(_normal(3, 4), _normal(4)),
-                np.hypot,
-                graph=stages.hypot,
-                forward_is_yours=True,
-            ),
-            Case(
-                "Hypot",
-                ("a", "b"),
-                _inputs(_normal(2, 1, 4), _normal(3, 1)),
-                np.hypot,
-                graph=stages.hypot,
-                forward_is_yours=True,
-            ),
+            Case("Hypot", ("a", "b"), _inputs(a, b), np.hypot, graph=stages.hypot, forward_is_yours=True)
+            for a, b in _BROADCAST_PAIRS
         ],
     ),
     Exercise(
         "mul",
         "y = a * b with broadcasting: sum the gradient over the broadcast axes",
-        [
-            Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(3, 4)), np.multiply, graph=stages.mul),
-            Case("Mul", ("a", "b"), _inputs(_normal(3, 4), _normal(4)), np.multiply, graph=stages.mul),
-            Case("Mul", ("a", "b"), _inputs(_normal(2, 1, 4), _normal(3, 1)), np.multiply, graph=stages.mul),
-        ],
+        [Case("Mul", ("a", "b"), _inputs(a, b), np.multiply, graph=stages.mul) for a, b in _BROADCAST_PAIRS],
     ),
     Exercise(
         "matmul",
