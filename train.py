@@ -217,13 +217,13 @@ def restore(trainer, latest, corpus_sha):
 # ----- training ------------------------------------------------------------------------------------------
 
 
-def train(trainer, report=True):
-    """Run a prepared Trainer to its end, then write the report; returns the final metrics row (None: interrupted)."""
-    run_dir, cfg = trainer.run_dir, trainer.cfg
+def open_run_dir(trainer):
+    """Clean what a killed run left, write config.json and tokenizer.json, and say what is trained where."""
+    run_dir = trainer.run_dir
     for directory in (run_dir, run_dir / "checkpoints"):
         remove_temporary_files(directory)  # left by a run killed while writing
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    write_atomically(run_dir / "config.json", cfg.to_json().encode("utf-8"))
+    write_atomically(run_dir / "config.json", trainer.cfg.to_json().encode("utf-8"))
     if not (run_dir / "tokenizer.json").exists():
         trainer.tokenizer.save(run_dir / "tokenizer.json")
     print(
@@ -231,6 +231,12 @@ def train(trainer, report=True):
         f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}",
         file=sys.stderr,
     )
+
+
+def train(trainer, report=True):
+    """Run a prepared Trainer to its end, then write the report; returns the final metrics row (None: interrupted)."""
+    run_dir, cfg = trainer.run_dir, trainer.cfg
+    open_run_dir(trainer)
     bar = tqdm(
         total=cfg.max_steps or None,
         initial=trainer.progress["step"],
@@ -268,6 +274,12 @@ def train(trainer, report=True):
             file=sys.stderr,
         )
         return None
+    return report_end(trainer, final, report)
+
+
+def report_end(trainer, final, report):
+    """After the last step: the ordered-split comparison, the report, and where everything is; returns `final`."""
+    run_dir = trainer.run_dir
     if trainer.cfg.split == "random_windows":
         final = {**final, **compare_with_ordered_split(trainer, final)}
     if report:
