@@ -25,14 +25,28 @@ TOPK_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "O Romeo, Romeo! wherefore a
 
 def write_outputs(run, final):
     """Write every figure, samples.txt, topk.md and report.md of a finished Trainer; `final` is its last row."""
-    cfg, run_dir, tokenizer, model, progress = run.cfg, run.run_dir, run.tokenizer, run.model, run.progress
+    cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
     attention_figures = write_figures(run, final)
     prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
     samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
     topk = topk_table(model, tokenizer, prompts)
     write_atomically(run_dir / "topk.md", topk.encode("utf-8"))
+    write_report(
+        run_dir / "report.md",
+        f"Training report: {run_dir.name}",
+        run_summary(run, final),
+        cfg.to_dict(),
+        report_figures(attention_figures),
+        topk,
+        samples,
+    )
+
+
+def run_summary(run, final):
+    """The report's summary table: (what, value) rows for a finished run whose last metrics row is `final`."""
+    cfg, tokenizer, model, progress = run.cfg, run.tokenizer, run.model, run.progress
     train_tokens = progress["step"] * cfg.batch_size * cfg.model.context_len
-    summary = [
+    return [
         ("parameters", f"{model.num_parameters():,}"),
         ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
         ("training tokens", f"{train_tokens:,} (training split: {len(run.train_ids):,} tokens)"),
@@ -60,7 +74,11 @@ def write_outputs(run, final):
         ),
         ("device", f"{cfg.device}, {cfg.model.dtype}"),
     ] + ([("random-window split", final["split_note"])] if "split_note" in final else [])
-    report_figures = [
+
+
+def report_figures(attention_figures):
+    """The report's figure sections: (heading, [(caption, path), ...])."""
+    return [
         (
             "Loss and perplexity",
             [("loss curves", "figures/loss_curves.png"), ("validation perplexity", "figures/val_perplexity.png")],
@@ -76,9 +94,6 @@ def write_outputs(run, final):
         ("Attention across training", [("attention evolution", "figures/attention_evolution.png")]),
         ("Tokens", [("token frequency", "figures/token_frequency.png")]),
     ]
-    write_report(
-        run_dir / "report.md", f"Training report: {run_dir.name}", summary, cfg.to_dict(), report_figures, topk, samples
-    )
 
 
 def write_figures(run, final):

@@ -46,6 +46,18 @@ def _setting(default, help):
     return field(default=default, metadata={"help": help})
 
 
+POSITIVE_COUNTS = ("batch_size", "eval_interval")  # integer settings that must be >= 1
+COUNTS = (  # integer settings that must be >= 0
+    "warmup_steps",
+    "max_steps",
+    "eval_batches",
+    "early_stopping_patience",
+    "seed",
+    "plateau_patience",
+    "checkpoint_interval",
+)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Data, tokenizer, optimizer and run settings, plus the model's; the defaults are configs/default.json."""
@@ -151,18 +163,10 @@ class TrainConfig:
         def bad(name, rule, value=None):
             out.append(f"{name} (--{name.replace('_', '-')}) must be {rule}, got {value or getattr(self, name)!r}")
 
-        for name in ("batch_size", "eval_interval"):
+        for name in POSITIVE_COUNTS:
             if getattr(self, name) < 1:
                 bad(name, "a positive integer")
-        for name in (
-            "warmup_steps",
-            "max_steps",
-            "eval_batches",
-            "early_stopping_patience",
-            "seed",
-            "plateau_patience",
-            "checkpoint_interval",
-        ):
+        for name in COUNTS:
             if getattr(self, name) < 0:
                 bad(name, ">= 0")
         for name, allowed in CHOICES.items():
