@@ -36,10 +36,19 @@ _grad_mode = _GradMode()
 # Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
 backward_observers = []
 
-# The Modules whose forward is running, outermost first, as (path, class name, call number): Module.__call__
-# pushes and pops them, and each Function that records a graph keeps a copy (`.scope`), which is
-# how tensorlab.graph groups ops by the module that made them.
-module_scope = []
+
+class _ModuleScope(threading.local):
+    """The Modules whose forward is running in this thread, outermost first; Module.__call__ pushes and pops.
+
+    `modules` holds the Modules, `entries` their (path, class name, call number); each Function that records
+    a graph keeps a copy of `entries` (`.scope`), which is how tensorlab.graph groups ops by module.
+    """
+
+    def __init__(self):
+        self.modules, self.entries = [], []
+
+
+module_scope = _ModuleScope()
 
 
 @contextlib.contextmanager
@@ -331,7 +340,7 @@ class Function:
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
         if needs_graph:
             self.inputs = tensors
-            self.scope = tuple(module_scope)
+            self.scope = tuple(module_scope.entries)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i

@@ -421,12 +421,12 @@ def test_ops_remember_the_modules_that_made_them():
     assert [path for path, _, _ in scopes["Gelu"]] == ["", "blocks.3", "blocks.3.ffn"]
     assert [path for path, _, _ in scopes["CrossEntropy"]] == [""]  # made by the model itself
     assert g.module_paths()[:3] == ["tok_emb", "emb_dropout", "blocks.0"]
-    assert module_scope == []
+    assert module_scope.entries == [] and module_scope.modules == []
     outside = (leaf((2,)) * 2.0).sum()
     assert tg.capture(outside).ops()[0].scope == ()
     with pytest.raises(ValueError):
         tl.nn.Linear(3, 2)(leaf((2, 5)))  # a shape error inside forward still pops the scope
-    assert module_scope == []
+    assert module_scope.entries == [] and module_scope.modules == []
 
 
 def test_a_four_layer_model_fits_on_one_screen_at_block_depth():
@@ -593,3 +593,28 @@ def test_frames_stay_inside_the_picture_and_around_their_modules_ops():
             assert fx <= x and x + w <= fx + fw and fy <= y and y + h <= fy + fh, (path, n.label)
     gelu = next(n for n in view.ops() if n.label == "Gelu")
     assert [p for p, _, _ in gelu.scope] == ["", "blocks.2", "blocks.2.ffn"]
+
+
+def test_module_scopes_are_per_thread():
+    import threading
+
+    from tensorlab import nn
+    from tensorlab.tensor import module_scope
+
+    seen = {}
+
+    def forward_in_a_thread():
+        seen["other thread, before"] = list(module_scope.entries)
+        graph = tg.capture(nn.Linear(3, 2)(leaf((2, 3))).sum())
+        seen["scope"] = next(op.scope for op in graph.ops() if op.label == "Linear")
+
+    class Outer(nn.Module):
+        def forward(self, x):
+            thread = threading.Thread(target=forward_in_a_thread)
+            thread.start()
+            thread.join()
+            return x
+
+    Outer()(leaf((1,)))
+    assert seen["other thread, before"] == []  # Outer's forward, running in this thread, is not there
+    assert [path for path, _, _ in seen["scope"]] == [""]  # the Linear alone, outermost in its thread

@@ -13,7 +13,6 @@ from tensorlab import backend
 from tensorlab.nn.parameter import Parameter
 from tensorlab.tensor import module_scope
 
-_running = []  # the Modules whose forward is running, outermost first (module_scope holds their paths)
 _calls = itertools.count()  # numbers each call, so two calls of one module are two boxes in the graph
 
 
@@ -39,19 +38,19 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        module_scope.append((self._path(), type(self).__name__, next(_calls)))  # tensorlab.graph groups by it
-        _running.append(self)
+        module_scope.entries.append((self._path(), type(self).__name__, next(_calls)))  # tensorlab.graph groups by it
+        module_scope.modules.append(self)
         try:
             return self.forward(*args, **kwargs)
         finally:
-            _running.pop()
-            module_scope.pop()
+            module_scope.modules.pop()
+            module_scope.entries.pop()
 
     def _path(self):
         """This module's name path below the outermost module running ("blocks.0.attn"); "" for that one."""
-        if not _running:
+        if not module_scope.modules:
             return ""
-        parent_path, parent = module_scope[-1][0], _running[-1]
+        parent_path, parent = module_scope.entries[-1][0], module_scope.modules[-1]
         name = next((n for n, m in parent._modules.items() if m is self), None)  # most calls: a child
         if name is None:  # deeper, as a block inside a ModuleList, or not registered at all
             name = next((path for path, m in parent.named_modules() if m is self), type(self).__name__)
