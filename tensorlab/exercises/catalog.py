@@ -277,37 +277,14 @@ EXERCISES = [
         "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
         [
             Case(
-                "RMSNorm",
-                ("x", "weight"),
-                _inputs(_normal(3, 5), _weight(5)),
-                _rms_norm,
-                dict(eps=1e-5),
-                graph=stages.rms_norm,
-            ),
-            Case(
-                "RMSNorm",
-                ("x", "weight"),
-                _inputs(_normal(2, 3, 4), _weight(4)),
-                _rms_norm,
-                dict(eps=1e-5),
-                graph=stages.rms_norm,
-            ),
-            Case(
-                "RMSNorm",
-                ("x", "weight"),
-                _inputs(_rows_of_scale(1.0, 1e-3, 3e-3, width=6), _weight(6)),
-                _rms_norm,
-                dict(eps=1e-5),
-                graph=stages.rms_norm,
-            ),
-            Case(
-                "RMSNorm",
-                ("x", "weight"),
-                _inputs(_normal(2, 4), _weight(4)),
-                _rms_norm,
-                dict(eps=0.5),
-                graph=stages.rms_norm,
-            ),
+                "RMSNorm", ("x", "weight"), _inputs(x, _weight(width)), _rms_norm, dict(eps=eps), graph=stages.rms_norm
+            )
+            for x, width, eps in [
+                (_normal(3, 5), 5, 1e-5),
+                (_normal(2, 3, 4), 4, 1e-5),
+                (_rows_of_scale(1.0, 1e-3, 3e-3, width=6), 6, 1e-5),  # tiny variance: where eps sits shows
+                (_normal(2, 4), 4, 0.5),
+            ]
         ],
     ),
     Exercise(
