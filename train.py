@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 import tensorlab
 import tensorlab.memory
+import tensorlab.threads
 from models import checkpoint
 from models.checkpoint import load_checkpoint, read_checkpoint
 from models.corpus import CorpusError, load_corpus, sha256_hex
@@ -606,4 +607,5 @@ def main(argv=None, on_step=None):
 
 if __name__ == "__main__":
     tensorlab.memory.keep_freed_memory()
+    tensorlab.threads.use_threads()  # every core for the element-wise passes too (OPENBLAS_NUM_THREADS limits it)
     sys.exit(main())

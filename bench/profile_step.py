@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import tensorlab  # noqa: E402
+import tensorlab.threads  # noqa: E402
 from bench.speed import bench_configs  # noqa: E402
 from models.config import ModelConfig  # noqa: E402
 from models.transformer import TinyTransformerLM  # noqa: E402
@@ -79,7 +80,11 @@ def main(argv=None):
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--composed-attention", action="store_true")
     parser.add_argument("--rows", type=int, default=20)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="tensorlab.threads.use_threads(N) first (1: NumPy as is)"
+    )
     args = parser.parse_args(argv)
+    tensorlab.threads.use_threads(args.threads)
     step = build_step(args.config, args.composed_attention, args.dropout)
     step()  # warm-up: caches, allocator
     start = time.perf_counter()

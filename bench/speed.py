@@ -68,7 +68,7 @@ def _serve(framework, model_config, weights_path, batch_size, seq_len, device, t
     import numpy as np
 
     if framework == "tensorlab":
-        step, generate = _tensorlab_step(model_config, weights_path, device)
+        step, generate = _tensorlab_step(model_config, weights_path, device, threads)
     else:
         step, generate = _torch_step(model_config, weights_path, device, threads)
     rng = np.random.default_rng(0)
@@ -105,7 +105,7 @@ def _serve(framework, model_config, weights_path, batch_size, seq_len, device, t
             return
 
 
-def _tensorlab_step(model_config, weights_path, device):
+def _tensorlab_step(model_config, weights_path, device, threads):
     import numpy as np
 
     import tensorlab
@@ -114,8 +114,10 @@ def _tensorlab_step(model_config, weights_path, device):
     from tensorlab.backend import module_for
     from tensorlab.memory import keep_freed_memory
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+    from tensorlab.threads import use_threads
 
     keep_freed_memory()  # as train.py does: reuse freed arrays instead of page-faulting fresh ones each step
+    use_threads(threads)  # as train.py does: block loops and big products on every thread (1: NumPy as it is)
     model = TinyTransformerLM(ModelConfig(**model_config))
     with np.load(weights_path) as weights:
         model.load_state_dict({k: weights[k] for k in weights.files})
@@ -249,9 +251,8 @@ def run_config(name, model_config, batch_size, seq_len, args):
     workers = {}
     try:
         for fw in ("tensorlab", "pytorch"):
-            workers[fw] = Worker(
-                fw, args, model_config, str(weights_path), batch_size, seq_len, args.device, args.threads
-            )
+            threads = 1 if fw == "tensorlab" and args.no_pool else args.threads  # OpenBLAS keeps args.threads
+            workers[fw] = Worker(fw, args, model_config, str(weights_path), batch_size, seq_len, args.device, threads)
         return _measure(name, workers, batch_size, seq_len, args)
     finally:
         for w in workers.values():
@@ -326,6 +327,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for both frameworks")
+    parser.add_argument(
+        "--no-pool",
+        action="store_true",
+        help="tensorlab without tensorlab.threads: element-wise passes on one core, OpenBLAS on --threads",
+    )
     parser.add_argument("--blocks", type=int, default=3, help="timed blocks per framework, alternating (>= 3)")
     parser.add_argument("--block-steps", type=int, default=10, help="consecutive steps per block (>= 10)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per worker before the blocks")

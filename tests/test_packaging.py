@@ -14,7 +14,8 @@ def test_every_engine_module_imports_with_numpy_alone():
     """Block the train and test extras (and CuPy) from being imported, then import every tensorlab module."""
     code = textwrap.dedent("""
         import importlib, pkgutil, sys
-        for name in ("tokenizers", "matplotlib", "tqdm", "safetensors", "torch", "cupy", "cupyx", "scipy", "models"):
+        train_and_test = ("tokenizers", "matplotlib", "tqdm", "safetensors", "threadpoolctl", "torch", "scipy")
+        for name in train_and_test + ("cupy", "cupyx", "models"):
             sys.modules[name] = None          # `import name` now raises ImportError
         import tensorlab
         names = [m.name for m in pkgutil.walk_packages(tensorlab.__path__, "tensorlab.")
@@ -33,7 +34,7 @@ def test_pyproject_installs_the_engine_with_numpy_and_not_models():
     assert [d.split(">")[0].split("=")[0] for d in project["project"]["dependencies"]] == ["numpy"]
     extras = project["project"]["optional-dependencies"]
     train = {d.split(">")[0].split("=")[0] for d in extras["train"]}
-    assert train == {"tokenizers", "matplotlib", "tqdm", "safetensors"}
+    assert train == {"tokenizers", "matplotlib", "tqdm", "safetensors", "threadpoolctl"}
     assert "torch==2.13.0" in extras["test"] and "tensorlab[train]" in extras["test"]
     include = project["tool"]["setuptools"]["packages"]["find"]["include"]
     assert all(pattern.startswith("tensorlab") for pattern in include), include

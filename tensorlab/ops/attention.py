@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from tensorlab import backend
+from tensorlab import backend, threads
 from tensorlab.ops.dropout import dropout_mask
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
@@ -76,13 +76,16 @@ class CausalAttention(Function):
             else dropout_mask(self.weights.shape, self.dropout_p, q.dtype, backend.device_of(q))
         )
         y = xp.empty_like(q)
-        # A few batch elements at a time, so each (H, T, T) block stays in cache across the passes.
-        for b in backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q):
+
+        def forward_block(b):
             s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
             s += bias
             exp_and_max(s, axis=-1, out=s)  # exp(S - rowmax), in place
             s *= 1 / s.sum(axis=-1, keepdims=True)  # P: rows sum to 1
             xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])  # (P * M) v
+
+        # A few batch elements at a time, so each (H, T, T) block stays in cache across the passes.
+        threads.for_each_block(forward_block, backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q))
         return y  # (B, H, T, D)
 
     def backward(self, gy):
@@ -92,7 +95,8 @@ class CausalAttention(Function):
         xp = backend.array_module(gy)
         B, H, T, _ = gy.shape
         gq, gk, gv = xp.empty_like(gy), xp.empty_like(gy), xp.empty_like(gy)
-        for b in backend.cache_blocks(B, 3 * H * T * T * gy.itemsize, gy):
+
+        def backward_block(b):
             p = self.weights[b]
             dropped = p if self.mask is None else p * self.mask[b]
             xp.matmul(dropped.swapaxes(-1, -2), gy[b], out=gv[b])
@@ -103,5 +107,7 @@ class CausalAttention(Function):
             gs *= p  # gS
             xp.matmul(gs, self.k[b], out=gq[b])
             xp.matmul(gs.swapaxes(-1, -2), self.q_scaled[b], out=gk[b])
+
+        threads.for_each_block(backward_block, backend.cache_blocks(B, 3 * H * T * T * gy.itemsize, gy))
         gq *= self.scale
         return gq, gk, gv

@@ -7,7 +7,7 @@ famous  gx = (softmax(x) - onehot(t)) / N : we subtract 1 at the target instead 
 building the one-hot matrix.
 """
 
-from tensorlab import backend
+from tensorlab import backend, threads
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
@@ -29,10 +29,17 @@ class CrossEntropy(Function):
         self.valid = t != self.ignore_index
         self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
-        e, m = exp_and_max(x, axis=-1)
-        total = e.sum(axis=-1, keepdims=True)
-        self.p = e / total  # softmax, (N, V)
-        nll = (xp.log(total) + m)[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
+        self.p = xp.empty_like(x)  # softmax, (N, V)
+        logsumexp = xp.empty((len(t), 1), x.dtype)
+
+        def rows(b):  # a block of rows at a time, in cache; the blocks spread over tensorlab.threads
+            e, m = exp_and_max(x[b], axis=-1, out=self.p[b])
+            total = e.sum(axis=-1, keepdims=True)
+            e /= total  # softmax = exp(x - m) / total
+            logsumexp[b] = xp.log(total) + m
+
+        threads.for_each_block(rows, backend.cache_blocks(len(t), 3 * vocab * x.itemsize, x))
+        nll = logsumexp[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
         self.count = self.valid.sum(dtype=logits.dtype)  # a 0-d array: stays on the device
         self.logits_shape = logits.shape
         loss = (nll * self.valid).sum() / xp.maximum(self.count, 1)

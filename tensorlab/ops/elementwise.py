@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from tensorlab import backend
+from tensorlab import backend, threads
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.tensor import Function
 
@@ -185,8 +185,10 @@ class Gelu(Function):
         x = xp.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes a 0-d x 1-d
         y, self.slope = xp.empty_like(x), xp.empty_like(x)
         flat_x, flat_y, flat_slope = x.reshape(-1), y.reshape(-1), self.slope.reshape(-1)
-        for block in backend.cache_blocks(x.size, 8 * x.itemsize, x):
-            _gelu_and_slope(flat_x[block], flat_y[block], flat_slope[block])
+        threads.for_each_block(
+            lambda b: _gelu_and_slope(flat_x[b], flat_y[b], flat_slope[b]),
+            backend.cache_blocks(x.size, 8 * x.itemsize, x),
+        )
         return y
 
     def backward(self, gy):

@@ -3,9 +3,11 @@
 Composed from primitives this would be a transpose, a batched matmul and a
 broadcast add: three graph nodes and their temporaries. Fused, it is one matrix
 product (plus the bias add) forward and two matrix products (plus a column sum)
-backward, on x flattened to rows.
+backward, on x flattened to rows. Each product goes through tensorlab.threads.matmul,
+which is a @ b split by rows over the threads that use_threads set (a plain a @ b until then).
 """
 
+from tensorlab import threads
 from tensorlab.tensor import Function
 
 
@@ -20,7 +22,7 @@ class Linear(Function):
             )
         self.x_shape, self.weight = x.shape, weight
         self.x_rows = x.reshape(-1, in_features)  # (N, IN), N = all leading axes
-        y = self.x_rows @ weight.T  # (N, OUT)
+        y = threads.matmul(self.x_rows, weight.T)  # (N, OUT)
         if bias is not None:
             y += bias
         return y.reshape(x.shape[:-1] + (out_features,))
@@ -28,5 +30,5 @@ class Linear(Function):
     def backward(self, gy):
         # y = x W^T + b  =>  gx = gy W,  gW = gy^T x,  gb = sum over rows of gy
         g_rows = gy.reshape(-1, self.weight.shape[0])  # (N, OUT)
-        gx = (g_rows @ self.weight).reshape(self.x_shape)
-        return gx, g_rows.T @ self.x_rows, g_rows.sum(axis=0)
+        gx = threads.matmul(g_rows, self.weight).reshape(self.x_shape)
+        return gx, threads.matmul(g_rows.T, self.x_rows), g_rows.sum(axis=0)

@@ -1,0 +1,117 @@
+"""Every CPU core for the work NumPy does on one: a small thread pool over blocks of rows.
+
+NumPy runs each element-wise pass (exp, multiply, ...) on one core, and its matrix products
+on OpenBLAS's threads. PyTorch runs both on every core. After `use_threads(n)` the ops that
+already walk an array block by block (GELU, attention's softmax, the Linear products) hand
+their blocks to n threads. The threads really run at once: NumPy releases the GIL inside its
+loops over arrays and inside OpenBLAS.
+
+OpenBLAS is held to one thread meanwhile. Its idle threads spin for a while after every product
+to catch the next one, and spinning against the pool's threads made a step slower, not faster
+(bench/RESULTS.md). The big products are split by rows across the pool instead, so every core
+still shares them.
+
+Like tensorlab.memory.keep_freed_memory, this is process-wide, so tensorlab never does it on its
+own: `import tensorlab` leaves NumPy and OpenBLAS as they were. A program that trains asks once
+(train.py and the bench/ scripts do; `use_threads(1)` undoes it). It needs threadpoolctl, which
+the `train` extra installs. Results do not depend on the thread count beyond float rounding:
+a block's rows are computed by the same code on whichever thread takes it.
+"""
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from tensorlab import backend
+
+_pool = None  # ThreadPoolExecutor with n - 1 workers; the calling thread is the n-th
+_threads = 1
+_blas_limit = None  # threadpoolctl's handle on OpenBLAS's thread count, to restore it
+_inside = threading.local()  # a block already running on the pool runs its inner work serially
+
+# A product smaller than this many multiply-adds runs whole: splitting it costs more than it saves.
+_MIN_SPLIT_WORK = 1 << 20
+
+
+def use_threads(n=None):
+    """Run block loops and big matrix products on n threads; return n.
+
+    The default is as many threads as OpenBLAS was given (OPENBLAS_NUM_THREADS, else one per CPU).
+    """
+    global _pool, _threads, _blas_limit
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise ValueError(f"use_threads: n must be a positive int, got {n!r}")
+    if _pool is not None:
+        _pool.shutdown()
+        _pool = None
+    if _blas_limit is not None:
+        _blas_limit.restore_original_limits()
+        _blas_limit = None
+    if n == 1:
+        _threads = 1
+        return 1
+    try:
+        import threadpoolctl
+    except ImportError as e:
+        raise ImportError(
+            "use_threads: needs threadpoolctl to hold OpenBLAS to one thread; pip install threadpoolctl "
+            "(or the 'train' extra)"
+        ) from e
+    if n is None:
+        blas = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+        n = max(blas, default=os.cpu_count() or 1)
+    _threads = n
+    if n > 1:
+        _blas_limit = threadpoolctl.threadpool_limits(1, user_api="blas")
+        _pool = ThreadPoolExecutor(max_workers=n - 1, thread_name_prefix="tensorlab")
+    return n
+
+
+def threads():
+    """How many threads the block loops use now (1 until use_threads is called)."""
+    return _threads
+
+
+def for_each_block(work, blocks):
+    """Call work(block) for every block, spread over the pool's threads; returns when all are done.
+
+    The blocks must not overlap in what they write. Thread t takes blocks t, t + n, t + 2n, ...;
+    the calling thread takes its share too, so nothing waits idle.
+    """
+    if _pool is None or len(blocks) < 2 or getattr(_inside, "busy", False):
+        for block in blocks:
+            work(block)
+        return
+    shares = [blocks[t::_threads] for t in range(min(_threads, len(blocks)))]
+    futures = [_pool.submit(_run_share, work, share) for share in shares[1:]]
+    try:
+        _run_share(work, shares[0])
+    finally:
+        for f in futures:
+            f.result()  # waits for every share, and re-raises a worker's exception here
+
+
+def _run_share(work, share):
+    _inside.busy = True
+    try:
+        for block in share:
+            work(block)
+    finally:
+        _inside.busy = False
+
+
+def row_parts(length):
+    """range(length) cut into one slice per thread (fewer when rows are few)."""
+    parts = min(_threads, length) or 1
+    edges = [length * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def matmul(a, b):
+    """a @ b for a 2-D (N, K) and b (K, M), its rows of a split over the threads (each with one OpenBLAS thread)."""
+    xp = backend.array_module(a)
+    if _pool is None or backend.is_cupy_array(a) or a.shape[0] * a.shape[1] * b.shape[1] < _MIN_SPLIT_WORK:
+        return a @ b
+    out = xp.empty((a.shape[0], b.shape[1]), dtype=xp.result_type(a, b))
+    for_each_block(lambda rows: xp.matmul(a[rows], b, out=out[rows]), row_parts(a.shape[0]))
+    return out
