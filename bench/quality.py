@@ -74,7 +74,12 @@ def _train_for(framework, cfg_dict, data_path, minutes, threads):
 
 def _tensorlab(cfg, weights, threads):
     from models.transformer import TinyTransformerLM, inference
+    from tensorlab.memory import keep_freed_memory
     from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
+    from tensorlab.threads import use_threads
+
+    keep_freed_memory()  # as train.py does
+    use_threads(threads)
 
     model = TinyTransformerLM(cfg.model)
     model.load_state_dict(weights)
@@ -155,6 +160,8 @@ def main(argv=None):
     from models.train_config import TrainConfig
 
     cfg = TrainConfig.from_json(args.config).replace(data=args.data, device="cpu")
+    if cfg.split != "ordered":
+        parser.error(f"{args.config} has split {cfg.split!r}: quality.py scores the ordered split only (set it there)")
     data_path = Path(args.tmp) / f"quality_{Path(args.config).stem}_{os.getpid()}.npz"
     cfg = cfg.replace(vocab_size=prepare(cfg, data_path))
     print(

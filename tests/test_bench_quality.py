@@ -22,3 +22,16 @@ def test_quality_trains_both_frameworks_and_prints_finite_perplexities(corpus_fi
     vocab = json.loads((ROOT / "configs/tiny.json").read_text())["model"]["vocab_size"]  # untrained: about this
     assert math.isfinite(tensorlab_ppl) and math.isfinite(torch_ppl)
     assert tensorlab_ppl < vocab and torch_ppl < vocab, (tensorlab_ppl, torch_ppl)
+
+
+def test_a_random_window_split_is_refused_with_one_line(corpus_file, tmp_path):
+    config = json.loads((ROOT / "configs/tiny.json").read_text())
+    (tmp_path / "leaky.json").write_text(json.dumps({**config, "split": "random_windows"}))
+    command = [sys.executable, "bench/quality.py", str(tmp_path / "leaky.json"), "--data", str(corpus_file)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("has split 'random_windows': quality.py scores the ordered split only (set it there)")
+    )
