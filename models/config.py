@@ -42,6 +42,7 @@ class ModelConfig:
     proj_bias: bool = True  # bias of attention's output projection
     ffn_bias: bool = True  # biases of both feed-forward layers
     head_bias: bool = False  # bias of the LM head (only without tie_weights)
+    embedding_std: float = 0.02  # std of the initial embedding tables: 0.02 as GPT-2; 1.0 is torch.nn.Embedding's
     dtype: str = "float32"  # "float32" | "float64"
 
     def __post_init__(self):
@@ -61,6 +62,8 @@ class ModelConfig:
                 out.append(f"model config: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         if not 0 <= self.dropout < 1:
             out.append(f"model config: dropout must be in [0, 1), got {self.dropout}")
+        if not self.embedding_std > 0:
+            out.append(f"model config: embedding_std must be > 0, got {self.embedding_std}")
         if not self.norm_eps > 0:
             out.append(f"model config: norm_eps must be > 0, got {self.norm_eps}")
         if self.head_bias and self.tie_weights:

@@ -24,9 +24,9 @@ class TinyTransformerLM(Module):
         super().__init__()
         self.config = c = config
         dtype = np.dtype(c.dtype)
-        self.tok_emb = Embedding(c.vocab_size, c.d_model, dtype)  # (V, C)
+        self.tok_emb = Embedding(c.vocab_size, c.d_model, c.embedding_std, dtype)  # (V, C)
         if c.pos_encoding == "learned":
-            self.pos_emb = Embedding(c.context_len, c.d_model, dtype)  # (T_max, C)
+            self.pos_emb = Embedding(c.context_len, c.d_model, c.embedding_std, dtype)  # (T_max, C)
         self.emb_dropout = Dropout(c.dropout)
         self.blocks = ModuleList(
             TransformerBlock(

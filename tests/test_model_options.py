@@ -106,12 +106,23 @@ def test_post_norm_output_of_every_block_is_normalised():
     np.testing.assert_allclose(out.var(axis=-1), 1.0, rtol=1e-4)  # var / (var + eps), eps = 1e-5
 
 
+@pytest.mark.parametrize("std", [0.02, 1.0])
+def test_embedding_std_sets_the_spread_of_both_tables(std):
+    """1.0 is torch.nn.Embedding's N(0, 1), which report 003 relies on to be heard over its sinusoids."""
+    tensorlab.manual_seed(5)
+    model = TinyTransformerLM(config(embedding_std=std, pos_encoding="learned", d_model=64, context_len=64))
+    for table in (model.tok_emb.weight.data, model.pos_emb.weight.data):
+        assert abs(table.mean()) < 0.1 * std  # sampled ~0.02 std
+        np.testing.assert_allclose(table.std(), std, rtol=0.06)  # 4,096+ samples: achieved within 3%
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [
         (dict(norm="batchnorm"), "norm must be one of rmsnorm, layernorm, none"),
         (dict(norm_position="middle"), "norm_position must be one of pre, post"),
         (dict(head_bias=True, tie_weights=True), "head_bias needs tie_weights false"),
+        (dict(embedding_std=0.0), "embedding_std must be > 0, got 0.0"),
     ],
 )
 def test_bad_options_are_refused_with_one_line(bad, message):

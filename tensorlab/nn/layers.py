@@ -26,9 +26,9 @@ class Linear(Module):
 class Embedding(Module):
     """A table of `num_embeddings` learned vectors of size `embedding_dim`, looked up by integer id."""
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=np.float32):
+    def __init__(self, num_embeddings, embedding_dim, std=init.GPT2_STD, dtype=np.float32):
         super().__init__()
-        self.weight = init.normal((num_embeddings, embedding_dim), init.GPT2_STD, dtype)
+        self.weight = init.normal((num_embeddings, embedding_dim), std, dtype)
 
     def forward(self, ids):
         return F.embedding(ids, self.weight)
