@@ -560,7 +560,7 @@ def sweep_row(name, trainer, final):
         "config": name,
         "parameters": trainer.model.num_parameters(),
         "steps": progress["step"],
-        "minutes": progress["elapsed_s"] / 60,
+        "minutes": final["elapsed_s"] / 60,
         "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
         "best val loss": progress["best_val_loss"],
         "final val loss": final["val_loss"],

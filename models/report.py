@@ -50,7 +50,7 @@ def run_summary(run, final):
         ("parameters", f"{model.num_parameters():,}"),
         ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
         ("training tokens", f"{train_tokens:,} (training split: {len(run.train_ids):,} tokens)"),
-        ("wall time", f"{progress['elapsed_s'] / 60:.1f} min of training"),
+        ("wall time", f"{final['elapsed_s'] / 60:.1f} min ({final['elapsed_s']:,.1f} s), evaluations included"),
         ("tokens per second", f"{train_tokens / max(progress['train_time_s'], 1e-9):,.0f} (training steps only)"),
         (
             "final validation (all tokens)",

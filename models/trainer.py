@@ -305,7 +305,10 @@ class Trainer:
                 write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
                 self.save("latest")
                 return None
-            return self.evaluate(final=True)
+            else:
+                return self.evaluate(final=True)
+            finally:
+                self.progress["elapsed_s"] = self.elapsed()  # the clock a later fit() starts from
 
     def _loop(self, stop_requested, report):
         p, cfg = self.progress, self.cfg

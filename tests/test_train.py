@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,10 @@ import train
 from models.checkpoint import read_checkpoint
 from models.config import ModelConfig
 from models.evaluate import evaluate
+from models.report import run_summary
 from models.tokenizer import BPETokenizer
 from models.train_config import TrainConfig
-from models.trainer import horizon
+from models.trainer import Trainer, horizon
 from models.transformer import TinyTransformerLM
 from tensorlab import serialization
 from tensorlab.optim import AdamW, WarmupCosine
@@ -230,6 +232,26 @@ def test_max_steps_sets_the_horizon_unless_time_runs_out_first():
     assert horizon(both, 10, elapsed_s=6.0) == 100
 
 
+def test_wall_time_carries_over_a_second_fit_and_reaches_the_report(corpus, tmp_path):
+    """A stopped fit() keeps its wall time: the next fit() in the same process counts on from it (max_minutes and
+    the report read this clock; it once restarted from zero, and every report said 0.0 min)."""
+    cfg = train.resolve_config(train.train_parser().parse_args(["--config", TINY, "--data", str(corpus)]))
+    trainer = Trainer(cfg.replace(max_steps=6), tmp_path / "run", *train.load_data(cfg))
+    train.open_run_dir(trainer)
+    trainer.on_step = lambda step: time.sleep(0.5)  # 1.5 s of wall time in the first fit, beyond its steps
+    stops = iter([False, False, True])
+    assert trainer.fit(lambda: next(stops), report=lambda row: None) is None
+    first, steps_time = trainer.progress["elapsed_s"], trainer.progress["train_time_s"]
+    assert first >= 1.5 + steps_time
+    trainer.on_step = lambda step: None
+    started = time.perf_counter()
+    final = trainer.fit(report=lambda row: None)
+    second = time.perf_counter() - started
+    assert first + (trainer.progress["train_time_s"] - steps_time) <= final["elapsed_s"] <= first + second
+    summary = dict(run_summary(trainer, final))
+    assert summary["wall time"].endswith(f"({final['elapsed_s']:,.1f} s), evaluations included")
+
+
 def test_plateau_halves_the_lr_and_early_stopping_ends_the_run(corpus, tmp_path, capsys):
     out = tmp_path / "run"  # lr 0.9 without warmup: the val loss jumps up and stays above its start
     status, _, _ = run_main(
@@ -320,6 +342,9 @@ def test_sweep_trains_each_config_and_compares_them(corpus, tmp_path, capsys):
     assert status == 0
     table = (out / "sweep.md").read_text()
     assert "| narrow |" in table and "| wide |" in table and "bits per byte" in table
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    header, _, *rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    assert all(float(row[header.index("minutes")]) > 0 for row in rows)  # each run's own clock, not a zero
     assert (out / "sweep_perplexity.png").is_file()
     assert (out / "narrow" / "report.md").is_file() and (out / "wide" / "report.md").is_file()
 
