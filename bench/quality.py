@@ -150,7 +150,7 @@ def main(argv=None):
     parser.add_argument("--minutes", type=float, default=10.0, help="training wall time per framework")
     parser.add_argument("--data", default=os.environ.get("TENSORLAB_CORPUS"), help="the corpus text file")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--tmp", default="/tmp")
+    parser.add_argument("--tmp", default="/tmp", help="folder for the shared data file (created if missing)")
     args = parser.parse_args(argv)
     if not args.data:
         parser.error("give --data or set TENSORLAB_CORPUS")
@@ -162,6 +162,7 @@ def main(argv=None):
     cfg = TrainConfig.from_json(args.config).replace(data=args.data, device="cpu")
     if cfg.split != "ordered":
         parser.error(f"{args.config} has split {cfg.split!r}: quality.py scores the ordered split only (set it there)")
+    Path(args.tmp).mkdir(parents=True, exist_ok=True)
     data_path = Path(args.tmp) / f"quality_{Path(args.config).stem}_{os.getpid()}.npz"
     cfg = cfg.replace(vocab_size=prepare(cfg, data_path))
     print(

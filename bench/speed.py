@@ -348,13 +348,14 @@ def main(argv=None):
     parser.add_argument("--memory-steps", type=int, default=0, help="also run N steps and watch tensorlab's RSS")
     parser.add_argument("--configs", nargs="*", help="a subset of: seed_d128 seed_d256 default")
     parser.add_argument("--json", help="also write the results to this JSON file")
-    parser.add_argument("--tmp", default="/tmp")
+    parser.add_argument("--tmp", default="/tmp", help="folder for the workers' weight files (created if missing)")
     args = parser.parse_args(argv)
     if args.blocks < 3 or args.block_steps < 10:
         parser.error(f"--blocks must be >= 3 and --block-steps >= 10, got {args.blocks} and {args.block_steps}")
     # Both frameworks get the same thread count; the workers inherit these before importing anything.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
+    Path(args.tmp).mkdir(parents=True, exist_ok=True)
     configs = bench_configs(include_default=True)
     chosen = args.configs or list(configs)
     unknown = [c for c in chosen if c not in configs]

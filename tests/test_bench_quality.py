@@ -11,10 +11,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_quality_trains_both_frameworks_and_prints_finite_perplexities(corpus_file, tmp_path):
+    scratch = tmp_path / "not" / "made" / "yet"  # --tmp is created when missing (it once ended in a traceback)
     command = [sys.executable, "bench/quality.py", "configs/tiny.json", "--minutes", "0.02", "--threads", "1"]
-    command += ["--data", str(corpus_file), "--tmp", str(tmp_path)]
+    command += ["--data", str(corpus_file), "--tmp", str(scratch)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert scratch.is_dir() and not any(scratch.iterdir())  # the shared data file is removed at the end
     last = done.stdout.strip().splitlines()[-1]
     found = re.fullmatch(r"validation perplexity after [\d.]+ minutes: tensorlab ([\d.]+), pytorch ([\d.]+)", last)
     assert found, last
