@@ -2,9 +2,9 @@
 
 NumPy runs each element-wise pass (exp, multiply, ...) on one core, and its matrix products
 on OpenBLAS's threads. PyTorch runs both on every core. After `use_threads(n)` the ops that
-already walk an array block by block (GELU, attention's softmax, the Linear products) hand
-their blocks to n threads. The threads really run at once: NumPy releases the GIL inside its
-loops over arrays and inside OpenBLAS.
+already walk an array block by block (GELU, attention's softmax, RMSNorm, cross-entropy's
+softmax, the Linear products) hand their blocks to n threads. The threads really run at once:
+NumPy releases the GIL inside its loops over arrays and inside OpenBLAS.
 
 OpenBLAS is held to one thread meanwhile. Its idle threads spin for a while after every product
 to catch the next one, and spinning against the pool's threads made a step slower, not faster
