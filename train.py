@@ -106,8 +106,8 @@ def checked_config(cfg):
         cfg.check()
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    if cfg.device == "cuda" and not backend.gpu_available():
-        raise UsageError("device cuda was asked for, but CuPy is not installed or sees no GPU; use --device cpu")
+    if cfg.device == "cuda" and backend.gpu_problem() is not None:
+        raise UsageError(f"--device cuda: {backend.gpu_problem()}; use --device cpu")
     m = cfg.model
     attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len**2 * 4  # scores, probs, grads
     available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else math.inf

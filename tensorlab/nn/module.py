@@ -115,17 +115,18 @@ class Module:
     def load_state_dict(self, state):
         """Copy arrays into the parameters; every name must match and every shape fit (strict)."""
         own = dict(self.named_parameters())
+        state = {name: v if hasattr(v, "dtype") else np.asarray(v) for name, v in state.items()}  # NumPy, CuPy or lists
         missing = [name for name in own if name not in state]
         unexpected = [name for name in state if name not in own]
         wrong_shape = [
-            f"{name}: got {tuple(np.shape(state[name]))}, expected {own[name].shape}"
+            f"{name}: got {tuple(state[name].shape)}, expected {own[name].shape}"
             for name in own
-            if name in state and tuple(np.shape(state[name])) != own[name].shape
+            if name in state and tuple(state[name].shape) != own[name].shape
         ]
         wrong_kind = [
-            f"{name}: got dtype {np.asarray(state[name]).dtype}, expected real numbers"
+            f"{name}: got dtype {state[name].dtype}, expected real numbers"
             for name in own
-            if name in state and np.asarray(state[name]).dtype.kind not in "biuf"
+            if name in state and state[name].dtype.kind not in "biuf"
         ]
         problems = [f"not real numbers: {'; '.join(wrong_kind)}"] if wrong_kind else []
         if missing:
@@ -137,8 +138,7 @@ class Module:
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__} failed: " + " | ".join(problems))
         for name, p in own.items():
-            value = state[name] if hasattr(state[name], "dtype") else np.asarray(state[name])
-            p.data[...] = backend.to_device(value, p.device).astype(p.dtype, copy=False)
+            p.data[...] = backend.to_device(state[name], p.device).astype(p.dtype, copy=False)
 
     def __repr__(self):
         lines = [f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]

@@ -16,10 +16,8 @@ class Embedding(Function):
 
     def backward(self, gy):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
-        xp = backend.array_module(gy)
-        gw = xp.zeros(self.weight_shape, dtype=gy.dtype)
-        backend.scatter_add_rows(gw, self.ids.reshape(-1), gy.reshape(-1, self.weight_shape[1]))
-        return None, gw
+        vocab, width = self.weight_shape
+        return None, backend.segment_sum(self.ids.reshape(-1), gy.reshape(-1, width), vocab)
 
 
 def check_ids(ids, weight_shape):

@@ -1,5 +1,7 @@
 """Shape ops: they move elements around, so their backward moves gradients back."""
 
+import math
+
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.tensor import Function
@@ -68,11 +70,20 @@ class GetItem(Function):
             raise IndexError(f"getitem: index {self.index!r} does not fit shape {x.shape}: {error}") from None
 
     def backward(self, gy):
-        # y = x[i]  =>  gx[i] += gy; integer arrays may repeat an index, so scatter-add, never assign
+        # y = x[i]  =>  gx[i] += gy; an integer array may repeat an index, whose gradients then add up
         xp = backend.array_module(gy)
-        gx = xp.zeros(self.x_shape, dtype=gy.dtype)
-        backend.scatter_add(gx, self.index, gy)
-        return gx
+        if not _has_integer_array(self.index):  # slices, ints, masks: each element of x is picked at most once
+            gx = xp.zeros(self.x_shape, dtype=gy.dtype)
+            gx[self.index] = gy
+            return gx
+        size = math.prod(self.x_shape)
+        picked = xp.arange(size).reshape(self.x_shape)[self.index]  # the flat position in x of each element of y
+        return backend.segment_sum(picked.reshape(-1), gy.reshape(-1), size).reshape(self.x_shape)
+
+
+def _has_integer_array(index):
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(getattr(getattr(part, "dtype", None), "kind", None) in ("i", "u") for part in parts)
 
 
 def _index_on_device(index, x):

@@ -35,7 +35,7 @@ class Softmax(Function):
         self.axis = normalize_axis("softmax", self.axis, x.ndim)
         e, _ = exp_and_max(x, self.axis)
         total = e.sum(axis=self.axis, keepdims=True)
-        total[total == 0] = 1  # fully masked rows: 0 / 1 = 0 instead of 0 / 0
+        total += total == 0  # fully masked rows: 0 / 1 = 0 instead of 0 / 0 (no boolean mask: a GPU would sync)
         self.y = e / total
         return self.y
 

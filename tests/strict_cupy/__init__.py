@@ -26,19 +26,21 @@ def real_gpu_present():
 
 
 def _swap_in():
-    """Install the stand-in; return what to restore (sys.modules entries, tensorlab.backend's cached module)."""
+    """Install the stand-in; return what to restore (sys.modules entries, tensorlab.backend's module and probe)."""
     from tensorlab import backend
 
-    saved = {name: sys.modules.get(name) for name in cupy_standin.modules()}, backend._cupy
+    saved = {name: sys.modules.get(name) for name in cupy_standin.modules()}, backend._cupy, backend._gpu_problem
     sys.modules.update(cupy_standin.modules())
-    backend._cupy = cupy_standin
+    backend._cupy, backend._gpu_problem = cupy_standin, backend._UNPROBED
+    backend.gpu_problem()  # the stand-in is probed as a GPU is, once, before anything is counted
+    cupy_standin.reset_counts()
     return saved
 
 
 def _swap_out(saved):
     from tensorlab import backend
 
-    modules, backend._cupy = saved
+    modules, backend._cupy, backend._gpu_problem = saved
     for name, module in modules.items():
         if module is None:
             sys.modules.pop(name, None)

@@ -9,20 +9,53 @@ It behaves as CuPy does where tensorlab could get CuPy wrong on a CPU-only machi
   - reductions and scalar indexing give 0-d arrays, not Python or NumPy scalars;
   - out-of-range integer-array indices wrap around (i % n) instead of raising;
   - every device-to-host transfer (.get(), asnumpy, float(), int(), bool(), .item(),
-    .tolist(), repr) is counted in `transfers`, and host-to-device copies in `uploads`.
-Only the functions tensorlab uses are offered, each one that real CuPy has.
+    .tolist(), repr) and every wait for the device (a boolean mask, nonzero) is counted in
+    `transfers`, and host-to-device copies in `uploads`;
+  - functions take only CuPy 14.2's keywords, and ufuncs give CuPy's result dtypes;
+  - two modes a real GPU may show: `atomic_order = "random"` adds the targets of
+    `cupy.add.at` in a random order, as atomicAdd may; `missing_library = "nvrtc"` (or
+    "cublas", "curand") fails as CuPy does where that CUDA library is not installed.
+    Both start from the environment (ATOMICS_ENV, MISSING_ENV) for whole-program runs.
+Only the functions tensorlab uses are offered, each one that real CuPy has (tests/test_cupy_conformance.py
+checks every name, keyword and dtype rule against the real module when it is installed).
 """
 
 import builtins
 import collections
+import inspect
 import math
+import os
 import sys
 import types
 
 import numpy
 
-transfers = collections.Counter()  # device -> host, by kind: "get", "float", "bool", ...
+transfers = collections.Counter()  # device -> host and waits, by kind: "get", "float", "bool", "mask", "nonzero"...
 uploads = collections.Counter()  # host -> device, by kind: "asarray", "setitem", "index"
+
+ATOMICS_ENV = "TENSORLAB_STRICT_CUPY_ATOMICS"  # "random": atomic adds in a random order
+MISSING_ENV = "TENSORLAB_STRICT_CUPY_MISSING"  # "nvrtc", "cublas" or "curand": that CUDA library is missing
+atomic_order = os.environ.get(ATOMICS_ENV, "serial")
+missing_library = os.environ.get(MISSING_ENV) or None
+_atomic_rng = numpy.random.default_rng()  # the order of atomic adds: unseeded, as a GPU's scheduling is
+
+# What CuPy says when it cannot load a CUDA library (cupy_backends' loaders): NVRTC on the first kernel it
+# compiles, cuBLAS and cuRAND on import of their bindings, at the first matmul or random draw.
+_LOAD_ERRORS = {
+    "nvrtc": (
+        RuntimeError,
+        "CuPy failed to load libnvrtc.so.12: OSError: libnvrtc.so.12: cannot open shared object file",
+    ),
+    "cublas": (ImportError, "libcublas.so.12: cannot open shared object file: No such file or directory"),
+    "curand": (ImportError, "libcurand.so.10: cannot open shared object file: No such file or directory"),
+}
+
+
+def _needs(library):
+    """Raise as CuPy does when `library` ('nvrtc', 'cublas', 'curand') is the one missing_library names."""
+    if missing_library == library:
+        error, message = _LOAD_ERRORS[library]
+        raise error(message)
 
 
 def reset_counts():
@@ -72,10 +105,16 @@ def _host_to_device(value, kind):
 
 
 def _normalize_key(key, shape, kind):
-    """The NumPy key for `key` on an array of `shape`, with integer-array indices wrapped modulo their axis."""
+    """The NumPy key for `key` on an array of `shape`, with integer-array indices wrapped modulo their axis.
+
+    A boolean mask makes the host wait: the result's size is its count of True, which the host must
+    read before it can allocate (counted as a "mask" transfer).
+    """
     if not isinstance(key, tuple):
         key = (key,)
     key = tuple(_host_to_device(k, kind) if isinstance(k, (ndarray, numpy.ndarray)) else k for k in key)
+    for _ in filter(_is_bool_array, key):
+        transfers["mask"] += 1
     consumed = builtins.sum(
         1
         if k is not Ellipsis and k is not None and not _is_bool_array(k)
@@ -163,10 +202,6 @@ class ndarray:
         transfers["int"] += 1
         return int(self._a)
 
-    def __index__(self):
-        transfers["int"] += 1
-        return self._a.__index__()
-
     def __complex__(self):
         transfers["complex"] += 1
         return complex(self._a)
@@ -225,54 +260,88 @@ class ndarray:
         return _wrap(self._a[_normalize_key(key, self.shape, "index")])
 
     def __setitem__(self, key, value):
-        self._a[_normalize_key(key, self.shape, "index")] = _host_to_device(value, "setitem")
+        # cupy/_core/_routines_indexing.pyx, _scatter_op: a value that is not a cupy array goes to fill(),
+        # which takes scalars only: a NumPy array's truth value is asked for (ValueError), a list is refused
+        if isinstance(value, numpy.ndarray) and value.ndim:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
+        if isinstance(value, (list, tuple)):
+            _unsupported(value)
+        _needs("nvrtc")
+        self._a[_normalize_key(key, self.shape, "index")] = _dev(value) if isinstance(value, ndarray) else value
 
     def set(self, arr, stream=None):
         self._a[...] = _host_to_device(arr, "set")
 
 
-def _method(name):
+def _signature(parameters):
+    """An inspect.Signature from a parameter list written as in CuPy's reference ("a, axis=None, *, out=None")."""
+    return inspect.signature(eval(f"lambda {parameters}: None", {"float": float}))  # noqa: S307 (our own literals)
+
+
+def _bind(name, signature, args, kwargs):
+    """Refuse a keyword or argument count CuPy's `name` does not take, as Python would for CuPy's own function."""
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as err:
+        raise TypeError(f"{name}() {err}") from None
+
+
+# cupy.ndarray's methods that tensorlab uses, with CuPy 14.2's parameters (first line of each docstring)
+_METHODS = {
+    "all": "axis=None, out=None, keepdims=False",
+    "any": "axis=None, out=None, keepdims=False",
+    "argmax": "axis=None, out=None, dtype=None, keepdims=False",
+    "argmin": "axis=None, out=None, dtype=None, keepdims=False",
+    "argsort": "axis=-1, kind=None",
+    "astype": "dtype, order='K', casting=None, subok=None, copy=True",
+    "clip": "min=None, max=None, out=None",
+    "copy": "order='C'",
+    "cumsum": "axis=None, dtype=None, out=None",
+    "diagonal": "offset=0, axis1=0, axis2=1",
+    "dot": "b, out=None",
+    "fill": "value",
+    "flatten": "order='C'",
+    "max": "axis=None, out=None, keepdims=False",
+    "mean": "axis=None, dtype=None, out=None, keepdims=False",
+    "min": "axis=None, out=None, keepdims=False",
+    "nonzero": "",
+    "prod": "axis=None, dtype=None, out=None, keepdims=None",
+    "ravel": "order='C'",
+    "repeat": "repeats, axis=None",
+    "reshape": "*shape, order='C', copy=None",
+    "round": "decimals=0, out=None",
+    "sort": "axis=-1, kind=None",
+    "squeeze": "axis=None",
+    "std": "axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+    "sum": "axis=None, dtype=None, out=None, keepdims=False",
+    "swapaxes": "axis1, axis2",
+    "transpose": "*axes",
+    "var": "axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+    "view": "dtype=None, type=None",
+    "conj": "",
+}
+_SYNCS = {"nonzero", "argwhere", "flatnonzero"}  # their result's size is on the device: the host must wait for it
+
+
+def _method(name, parameters):
+    signature = _signature(parameters)
+
     def method(self, *args, **kwargs):
+        _bind(f"ndarray.{name}", signature, args, kwargs)
+        if name in _SYNCS:
+            transfers["nonzero"] += 1
+        _needs("nvrtc")
         return _wrap(getattr(self._a, name)(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
 
     method.__name__ = name
+    method.__signature__ = _signature("self, " + parameters if parameters else "self")
     return method
 
 
-for _name in (
-    "all",
-    "any",
-    "argmax",
-    "argmin",
-    "argsort",
-    "astype",
-    "clip",
-    "copy",
-    "cumsum",
-    "diagonal",
-    "dot",
-    "fill",
-    "flatten",
-    "max",
-    "mean",
-    "min",
-    "nonzero",
-    "prod",
-    "ravel",
-    "repeat",
-    "reshape",
-    "round",
-    "sort",
-    "squeeze",
-    "std",
-    "sum",
-    "swapaxes",
-    "transpose",
-    "var",
-    "view",
-    "conj",
-):
-    setattr(ndarray, _name, _method(_name))
+for _name, _parameters in _METHODS.items():
+    setattr(ndarray, _name, _method(_name, _parameters))
 
 
 def _operator(name, inplace=False):
@@ -283,6 +352,7 @@ def _operator(name, inplace=False):
             _unsupported(other)  # cupy_array + numpy_array raises, as in CuPy
         if not isinstance(other, (ndarray, int, float, complex, bool, numpy.generic)):
             return NotImplemented
+        _needs("cublas" if "matmul" in name else "nvrtc")
         result = numpy_op(self._a, _dev(other))
         if result is NotImplemented:
             return NotImplemented
@@ -326,10 +396,10 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocki
     return _wrap(numpy.array(host, dtype=dtype, copy=copy, order=order, ndmin=ndmin))
 
 
-def asarray(a, dtype=None, order=None, *, blocking=False):
-    if isinstance(a, ndarray) and (dtype is None or numpy.dtype(dtype) == a.dtype):
+def asarray(a, dtype=None, order=None, copy=None, *, blocking=False):
+    if isinstance(a, ndarray) and (dtype is None or numpy.dtype(dtype) == a.dtype) and not copy:
         return a
-    return _wrap(numpy.asarray(_host_to_device(a, "asarray"), dtype=dtype, order=order))
+    return _wrap(numpy.array(_host_to_device(a, "asarray"), dtype=dtype, order=order, copy=bool(copy) or None))
 
 
 def ascontiguousarray(a, dtype=None):
@@ -360,35 +430,138 @@ def take(a, indices, axis=None, out=None):
     return _wrap(result)
 
 
-def _function(name):
+def _function(name, parameters):
     numpy_function = getattr(numpy, name)
-    is_ufunc = isinstance(numpy_function, numpy.ufunc)
+    signature = _signature(parameters)
 
     def function(*args, **kwargs):
-        if is_ufunc:  # CuPy's ufuncs take only cupy arrays and scalars: a list is refused too
-            for arg in args:
-                if isinstance(arg, (list, tuple)):
-                    _unsupported(arg)
+        _bind(name, signature, args, kwargs)
+        if name in _SYNCS or (name == "where" and len(args) + len(kwargs) == 1):
+            transfers["nonzero"] += 1
+        _needs("cublas" if name in ("matmul", "dot", "einsum", "outer") else "nvrtc")
         return _wrap(numpy_function(*_dev(args), **{k: _dev(v) for k, v in kwargs.items()}))
 
     function.__name__ = function.__qualname__ = name
+    function.__signature__ = signature
     return function
 
 
-_FUNCTIONS = (
+# CuPy 14.2's functions that tensorlab uses, with their parameters (inspect.signature of the real ones)
+_FUNCTIONS = {
     # creation
-    "empty",
-    "empty_like",
-    "zeros",
-    "zeros_like",
-    "ones",
-    "ones_like",
-    "full",
-    "full_like",
-    "arange",
-    "triu",
-    "tril",
-    # ufuncs
+    "empty": "shape, dtype=float, order='C'",
+    "empty_like": "prototype, dtype=None, order='K', subok=None, shape=None",
+    "zeros": "shape, dtype=float, order='C'",
+    "zeros_like": "a, dtype=None, order='K', subok=None, shape=None",
+    "ones": "shape, dtype=float, order='C'",
+    "ones_like": "a, dtype=None, order='K', subok=None, shape=None",
+    "full": "shape, fill_value, dtype=None, order='C'",
+    "full_like": "a, fill_value, dtype=None, order='K', subok=None, shape=None",
+    "arange": "start, stop=None, step=1, dtype=None",
+    "triu": "m, k=0",
+    "tril": "m, k=0",
+    # shape, selection, sorting
+    "reshape": "a, newshape, order='C', copy=None",
+    "transpose": "a, axes=None",
+    "swapaxes": "a, axis1, axis2",
+    "broadcast_to": "array, shape",
+    "concatenate": "tup, axis=0, out=None, *, dtype=None, casting='same_kind'",
+    "stack": "tup, axis=0, out=None, *, dtype=None, casting='same_kind'",
+    "where": "condition, x=None, y=None",
+    "argwhere": "a",
+    "nonzero": "a",
+    "flatnonzero": "a",
+    "argsort": "a, axis=-1, kind=None",
+    "searchsorted": "a, v, side='left', sorter=None",
+    "diff": "a, n=1, axis=-1, prepend=None, append=None",
+    # reductions
+    "sum": "a, axis=None, dtype=None, out=None, keepdims=False",
+    "mean": "a, axis=None, dtype=None, out=None, keepdims=False",
+    "max": "a, axis=None, out=None, keepdims=False",
+    "amax": "a, axis=None, out=None, keepdims=False",
+    "min": "a, axis=None, out=None, keepdims=False",
+    "amin": "a, axis=None, out=None, keepdims=False",
+    "argmax": "a, axis=None, dtype=None, out=None, keepdims=False",
+    "cumsum": "a, axis=None, dtype=None, out=None",
+    "prod": "a, axis=None, dtype=None, out=None, keepdims=False",
+    "allclose": "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
+    "array_equal": "a1, a2, equal_nan=False",
+    # linear algebra (cuBLAS)
+    "matmul": "*args, axes=None, axis=None, keepdims=False, casting='same_kind', dtype=None, signature=None, "
+    "order='K', out=None",
+    "einsum": "*operands, **kwargs",
+    "dot": "a, b, out=None",
+    "outer": "a, b, out=None",
+}
+for _name, _parameters in _FUNCTIONS.items():
+    globals()[_name] = _function(_name, _parameters)
+
+
+class ufunc:
+    """cupy.ufunc: elementwise on cupy arrays and scalars only; call keywords out, casting and dtype.
+
+    Result dtypes follow `types` ('ff->f', ...), CuPy's table, where it is given (erf); else
+    NumPy's, which tests/test_cupy_conformance.py checks equal to CuPy's for every offered ufunc.
+    Of the methods, `reduceat` and `at` (an atomic add on a GPU: see atomic_order).
+    """
+
+    def __init__(self, name, numpy_ufunc, types=None):
+        self.__name__ = self.name = name
+        self._numpy = numpy_ufunc
+        self.nin, self.nout = numpy_ufunc.nin, numpy_ufunc.nout
+        self.types = list(types or numpy_ufunc.types)
+        self._own_types = types is not None
+
+    def __repr__(self):
+        return f"<ufunc '{self.name}'>"
+
+    def __call__(self, *args, out=None, casting="same_kind", dtype=None):
+        for arg in args:
+            if isinstance(arg, (list, tuple)):
+                _unsupported(arg)  # CuPy's ufuncs take only cupy arrays and scalars: a list is refused too
+        if len(args) != self.nin:
+            raise TypeError(f"Wrong number of arguments for {self.name}")
+        _needs("nvrtc")
+        inputs = _dev(args)
+        if self._own_types:  # a Python function (erf): NumPy computes objects, the table gives the dtype
+            result = numpy.asarray(self._numpy(*inputs)).astype(dtype or self._result_type(inputs))
+        else:
+            result = self._numpy(*inputs, casting=casting, **({} if dtype is None else {"dtype": dtype}))
+        if out is None:
+            return _wrap(result)
+        out._a[...] = result
+        return out
+
+    def _result_type(self, inputs):
+        """The output dtype from `types`: the first loop every input casts to safely, as CuPy chooses."""
+        dtypes = [numpy.asarray(x).dtype for x in inputs]
+        for loop in self.types:
+            ins, outs = loop.split("->")
+            if all(numpy.can_cast(d, numpy.dtype(c), "safe") for d, c in zip(dtypes, ins)):
+                return numpy.dtype(outs[0])
+        raise TypeError(f"ufunc '{self.name}' not supported for the input types {dtypes}")
+
+    def reduceat(self, array, indices, axis=0, dtype=None, out=None):
+        _needs("nvrtc")
+        result = self._numpy.reduceat(_dev(array), _dev(indices), axis=axis, dtype=dtype)
+        if out is None:
+            return _wrap(result)
+        out._a[...] = result
+        return out
+
+    def at(self, a, indices, b=None):
+        """a[indices] op= b, repeated indices applied each (ids wrap); in a random order under atomic_order."""
+        _needs("nvrtc")
+        target = a._a.reshape(-1)  # a view: a must be contiguous, as every array tensorlab makes is
+        picked = numpy.arange(a.size).reshape(a.shape)[_normalize_key(indices, a.shape, "index")].reshape(-1)
+        values = numpy.broadcast_to(_dev(b), picked.shape if b is not None else ()).reshape(-1)
+        if atomic_order == "random":
+            order = _atomic_rng.permutation(picked.size)
+            picked, values = picked[order], values[order]
+        self._numpy.at(target, picked, values)
+
+
+_UFUNCS = (
     "add",
     "subtract",
     "multiply",
@@ -422,34 +595,9 @@ _FUNCTIONS = (
     "not_equal",
     "less",
     "greater",
-    # shape, selection, reductions, linear algebra
-    "reshape",
-    "transpose",
-    "swapaxes",
-    "broadcast_to",
-    "concatenate",
-    "stack",
-    "where",
-    "argwhere",
-    "nonzero",
-    "sum",
-    "mean",
-    "max",
-    "amax",
-    "min",
-    "amin",
-    "argmax",
-    "cumsum",
-    "prod",
-    "matmul",
-    "einsum",
-    "dot",
-    "outer",
-    "allclose",
-    "array_equal",
 )
-for _name in _FUNCTIONS:
-    globals()[_name] = _function(_name)
+for _name in _UFUNCS:
+    globals()[_name] = ufunc(_name, getattr(numpy, _name))
 
 # dtypes and constants are NumPy's own objects in CuPy too
 for _name in (
@@ -507,15 +655,19 @@ class _Generator:
         self._rng = bit_generator._numpy
 
     def random(self, size=None, dtype=numpy.float64, out=None):
+        _needs("curand")
         return self._fill(self._rng.random(size=() if size is None else size, dtype=dtype), out)
 
     def standard_normal(self, size=None, dtype=numpy.float64, out=None):
+        _needs("curand")
         return self._fill(self._rng.standard_normal(size=() if size is None else size, dtype=dtype), out)
 
     def uniform(self, low=0.0, high=1.0, size=None, dtype=numpy.float64):
+        _needs("curand")
         return _wrap(numpy.asarray(self._rng.uniform(_dev(low), _dev(high), size=size)).astype(dtype))
 
     def integers(self, low, high=None, size=None, dtype=numpy.int64, endpoint=False):
+        _needs("curand")
         return _wrap(numpy.asarray(self._rng.integers(low, high, size=size, dtype=dtype, endpoint=endpoint)))
 
     @staticmethod
@@ -565,25 +717,12 @@ cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
 cuda.is_available = lambda: True
 
 
-# ----- cupyx: scatter_add and scipy.special.erf ---------------------------------------------------------
+# ----- cupyx.scipy.special.erf --------------------------------------------------------------------------
 
-
-def scatter_add(a, slices, value):
-    """cupyx.scatter_add(a, slices, value): a[slices] += value with repeated indices adding up (ids wrap)."""
-    numpy.add.at(a._a, _normalize_key(slices, a.shape, "index"), _dev(value))
-
-
-_erf = numpy.frompyfunc(math.erf, 1, 1)
-
-
-def erf(x):
-    """cupyx.scipy.special.erf: an elementwise ufunc on a device array."""
-    data = _dev(x)
-    return _wrap(_erf(data).astype(data.dtype if numpy.asarray(data).dtype.kind == "f" else numpy.float64))
-
+# cupyx.scipy.special.erf: its CuPy table computes float16 in float64 ('e->d')
+erf = ufunc("erf", numpy.frompyfunc(math.erf, 1, 1), types=["e->d", "f->f", "d->d"])
 
 cupyx = types.ModuleType("cupyx")
-cupyx.scatter_add = scatter_add
 cupyx.scipy = types.ModuleType("cupyx.scipy")
 cupyx.scipy.special = types.ModuleType("cupyx.scipy.special")
 cupyx.scipy.special.erf = erf
