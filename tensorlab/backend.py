@@ -58,7 +58,7 @@ def _probe_gpu():
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:  # no driver, or one too old for CuPy's CUDA: CuPy raises its own CUDA errors
-        return f"CuPy finds no usable NVIDIA driver ({_first_line(err)})"
+        return f"CuPy finds no usable NVIDIA driver ({_first_line(err)}): install or update the NVIDIA driver"
     if count == 0:
         return "CuPy sees no CUDA device"
     host = np.arange(6, dtype=np.float32).reshape(2, 3)

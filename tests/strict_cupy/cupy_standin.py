@@ -553,8 +553,9 @@ class ufunc:
         """a[indices] op= b, repeated indices applied each (ids wrap); in a random order under atomic_order."""
         _needs("nvrtc")
         target = a._a.reshape(-1)  # a view: a must be contiguous, as every array tensorlab makes is
-        picked = numpy.arange(a.size).reshape(a.shape)[_normalize_key(indices, a.shape, "index")].reshape(-1)
-        values = numpy.broadcast_to(_dev(b), picked.shape if b is not None else ()).reshape(-1)
+        picked = numpy.arange(a.size).reshape(a.shape)[_normalize_key(indices, a.shape, "index")]
+        values = numpy.broadcast_to(_dev(b), picked.shape).reshape(-1)
+        picked = picked.reshape(-1)
         if atomic_order == "random":
             order = _atomic_rng.permutation(picked.size)
             picked, values = picked[order], values[order]
