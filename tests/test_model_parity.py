@@ -116,6 +116,26 @@ def test_load_state_dict_names_missing_unexpected_and_misshaped_entries():
         model.load_state_dict(state)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize(("source", "target"), [("cuda", "cuda"), ("cpu", "cuda"), ("cuda", "cpu")])
+def test_load_state_dict_takes_arrays_from_either_device(cuda, source, target):
+    """A device state dict loads without a host conversion of its own (np.asarray of a CuPy array raises)."""
+    config = small_config(tie_weights=False)
+    tensorlab.manual_seed(5)
+    model = TinyTransformerLM(config).to(source)
+    tensorlab.manual_seed(6)
+    other = TinyTransformerLM(config).to(target)
+    other.load_state_dict(model.state_dict())
+    for name, array in other.state_dict().items():
+        assert tensorlab.backend.device_of(array) == target
+        assert np.array_equal(
+            tensorlab.backend.to_device(array, "cpu"), tensorlab.backend.to_device(model.state_dict()[name], "cpu")
+        )
+    broken = dict(model.state_dict(), **{"norm.weight": model.state_dict()["norm.weight"][:3]})
+    with pytest.raises(ValueError, match=r"wrong shape: norm.weight: got \(3,\)"):
+        other.load_state_dict(broken)
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
 def test_fused_attention_equals_composed_primitives(dropout):
     """The model's fused attention op and the same steps as primitive ops: same outputs, same gradients."""
