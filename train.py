@@ -11,9 +11,10 @@
 Every setting of models/train_config.py and models/config.py is a flag (d_model -> --d-model); flags
 override --config. configs/seed_000.json ... seed_004.json reproduce the reference reports (docs/seeds.md).
 --max-steps and --max-minutes both bound a run, whichever comes first (0 turns one off; the
-default config stops after 10 minutes). Ctrl-C saves a checkpoint after the current step; a
-killed run continues with --resume (or, killed before its first checkpoint, with --out again),
-bitwise as if never stopped. A NaN or infinite loss stops the run with one line (exit status 3).
+default config stops after 10 minutes). Ctrl-C, SIGTERM or SIGHUP saves a checkpoint after the
+current step; a killed run continues with --resume (or, killed before its first checkpoint, with
+--out again), bitwise as if never stopped. One process at a time trains into a run directory; the
+rules of the run directory (its files, its lock, when a resume may start) are models/run_dir.py. A NaN or infinite loss stops the run with one line (exit status 3).
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
 checkpoints/ (latest, best and a few model snapshots, .safetensors) and figures/. The training
 loop itself is models/trainer.py; this file is the command line.
@@ -29,11 +30,11 @@ halves (plateau_factor) whenever the validation loss stalls; constant warms up a
 """
 
 import argparse
+import contextlib
 import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -45,6 +46,7 @@ import tensorlab
 import tensorlab.memory
 import tensorlab.threads
 from models import checkpoint
+from models import run_dir as run_dir_rules
 from models.checkpoint import load_checkpoint, read_checkpoint
 from models.corpus import CorpusError, load_corpus, sha256_hex
 from models.data import random_window_split, split_tokens
@@ -56,9 +58,7 @@ from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.trainer import MetricsError, NonFiniteError, Trainer
 from models.transformer import TinyTransformerLM
 from tensorlab import backend
-from tensorlab.serialization import CheckpointError, remove_temporary_files, write_atomically
-
-RUN_FILES = {"config.json", "tokenizer.json", "checkpoints"}  # what a run killed before its first checkpoint holds
+from tensorlab.serialization import CheckpointError, write_atomically
 
 
 class UsageError(Exception):
@@ -121,60 +121,28 @@ def checked_config(cfg):
     return cfg
 
 
-def check_writable(run_dir):
-    """UsageError unless `run_dir` can be created and written (checked before any work, nothing made)."""
-    existing = run_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UsageError(f"--out {run_dir}: {existing} is a file, not a directory; choose another --out")
-    try:  # a real probe: permissions, read-only filesystems and root all answer truthfully
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".tensorlab-probe-")
-    except OSError as err:
-        raise UsageError(
-            f"--out {run_dir}: cannot write in {existing} ({err.strerror}); choose another --out"
-        ) from None
-    os.close(fd)
-    os.unlink(probe)
-
-
-def check_new_out(run_dir):
-    """UsageError unless `run_dir` is new, empty, or a run killed before its first checkpoint (reused)."""
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UsageError(f"--out {run_dir} is an existing file; choose a directory name")
-    check_writable(run_dir)
-    if not run_dir.exists():
-        return
-    names = {p.name for p in run_dir.iterdir()}
-    if names and not (names <= RUN_FILES and not checkpoint.exists(run_dir / "checkpoints" / "latest")):
-        raise UsageError(
-            f"--out {run_dir} already exists and is not empty; choose a new directory, "
-            f"or continue that run with --resume {run_dir}"
-        )
-
-
 def prepare_run(cfg, run_dir, resume=False, on_step=None):
-    """Check everything, load the data and build the Trainer (restored from `latest` when resuming); writes nothing."""
+    """Check everything, load the data and build the Trainer (restored from `latest` when resuming); writes nothing.
+
+    Call it holding the run directory's lock (run_dir.locked): what it finds there must not change meanwhile.
+    """
     run_dir = Path(run_dir)
     checked_config(cfg)
     if resume:
+        plan = run_dir_rules.resume_plan(run_dir)
         tokenizer = resumed_tokenizer(cfg, run_dir)
     else:
-        check_new_out(run_dir)
-        tokenizer = None
+        run_dir_rules.check_new_out(run_dir)
+        plan, tokenizer = "new", None
     tokenizer, train_ids, val_ids, corpus_sha = load_data(cfg, tokenizer)
     trainer = Trainer(cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha, on_step)
-    latest = run_dir / "checkpoints" / "latest"
-    if resume and checkpoint.exists(latest):  # a run killed before its first checkpoint starts from step 0
-        restore(trainer, latest, corpus_sha)
+    if plan == "continue":  # else a run that never saved anything: it starts from step 0
+        restore(trainer, run_dir / "checkpoints" / "latest", corpus_sha)
     return trainer
 
 
 def resumed_tokenizer(cfg, run_dir):
     """The tokenizer of the run being resumed (None if it was killed before saving one); checks the split."""
-    check_writable(run_dir)
-    if not (run_dir / "config.json").is_file():
-        raise UsageError(f"cannot resume {run_dir}: it has no config.json")
     saved = TrainConfig.from_json(run_dir / "config.json")
     changed = [
         f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
@@ -221,12 +189,7 @@ def restore(trainer, latest, corpus_sha):
 def open_run_dir(trainer):
     """Clean what a killed run left, write config.json and tokenizer.json, and say what is trained where."""
     run_dir = trainer.run_dir
-    for directory in (run_dir, run_dir / "checkpoints"):
-        remove_temporary_files(directory)  # left by a run killed while writing
-    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    write_atomically(run_dir / "config.json", trainer.cfg.to_json().encode("utf-8"))
-    if not (run_dir / "tokenizer.json").exists():
-        trainer.tokenizer.save(run_dir / "tokenizer.json")
+    run_dir_rules.open_for_training(run_dir, trainer.cfg.to_json(), trainer.tokenizer)
     print(
         f"training {trainer.model.num_parameters():,} parameters on {len(trainer.train_ids):,} tokens "
         f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}",
@@ -256,12 +219,12 @@ def train(trainer, report=True):
         )
 
     try:
-        with _StopOnSignal() as stop:
+        with STOP as stop:
             final = trainer.fit(lambda: stop.requested, log)
     except KeyboardInterrupt:
         print(
-            f"interrupted in the middle of a step: not saved; the latest checkpoint is the one saved before "
-            f"step {trainer.progress['step'] + 1}",
+            f"interrupted in the middle of a step or an evaluation: nothing more saved; the latest checkpoint is "
+            f"the one saved before step {trainer.progress['step'] + 1}",
             file=sys.stderr,
         )
         return None
@@ -301,25 +264,45 @@ def report_end(trainer, final, report):
 
 
 class _StopOnSignal:
-    """While active, the first Ctrl-C only asks the loop to stop after the current step (a second one aborts)."""
+    """While active, a first Ctrl-C, SIGTERM or SIGHUP asks the loop to stop after the current step and save `latest`.
+
+    `kill`, `docker stop`, a scheduler's pre-emption and a closed terminal send SIGTERM or SIGHUP:
+    each is a polite request to stop, as Ctrl-C is. A second signal aborts at once (a KeyboardInterrupt):
+    what is being written then is a temporary file, and the files already there stay whole.
+    """
+
+    SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
     def __init__(self):
-        self.requested, self._old = False, None
+        self.requested, self.signum, self._old = False, None, {}
 
     def _handle(self, signum, frame):
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
-        print("\nCtrl-C: saving a checkpoint after this step (press again to abort)", file=sys.stderr)
+        self.requested, self.signum = True, signum
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\n{name}: saving a checkpoint after this step (a second signal aborts)", file=sys.stderr)
+
+    def exit_status(self):
+        """128 + the signal's number, as a shell reports a process ended by it (130 for Ctrl-C)."""
+        return 128 + (self.signum or signal.SIGINT)
 
     def __enter__(self):
+        self.requested, self.signum = False, None
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
+            for name in self.SIGNALS:
+                if hasattr(signal, name):
+                    number = getattr(signal, name)
+                    self._old[number] = signal.signal(number, self._handle)
         return self
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for number, handler in self._old.items():
+            signal.signal(number, handler)
+        self._old.clear()
+
+
+STOP = _StopOnSignal()
 
 
 # ----- the command line ----------------------------------------------------------------------------------
@@ -373,9 +356,7 @@ def resolve_config(args):
         raise UsageError("--resume continues a run with its own config.json; leave out --config")
     try:
         if args.resume:
-            if not (Path(args.resume) / "config.json").is_file():
-                raise UsageError(f"cannot resume {args.resume}: it has no config.json")
-            base = TrainConfig.from_json(Path(args.resume) / "config.json")
+            base = TrainConfig.from_json(run_dir_rules.saved_config(args.resume))
         else:
             base = TrainConfig.from_json(args.config) if args.config else TrainConfig()
         cfg = base.replace(**flag_values(args))  # a model flag is checked here, with its ModelConfig
@@ -397,7 +378,12 @@ def cmd_train(argv, on_step=None):
     run_dir = Path(args.resume) if args.resume else Path(args.out or default_out(args.config))
     if args.resume and args.out and Path(args.out) != run_dir:
         raise UsageError("--resume writes into the run it continues; leave out --out")
-    return 0 if train(prepare_run(cfg, run_dir, bool(args.resume), on_step), not args.no_report) else 130
+    with run_dir_rules.locked(run_dir):
+        return (
+            0
+            if train(prepare_run(cfg, run_dir, bool(args.resume), on_step), not args.no_report)
+            else STOP.exit_status()
+        )
 
 
 def load_run(run_dir, checkpoint_name="best", data=None, device=None):
@@ -516,13 +502,21 @@ def cmd_sweep(argv, on_step=None):
     names = [Path(c).stem for c in args.configs]
     if len(set(names)) != len(names):
         raise UsageError(f"sweep: config names must differ (each names a subdirectory), got {', '.join(names)}")
-    check_writable(out)
+    run_dir_rules.check_writable(out)
     if out.exists() and (
         not out.is_dir() or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png"}
     ):
         raise UsageError(
             f"--out {out} exists and holds more than this sweep's runs ({', '.join(names)}); choose a new directory"
         )
+    with contextlib.ExitStack() as locks:
+        for name in names:
+            locks.enter_context(run_dir_rules.locked(out / name))
+        return sweep(args, out, names, on_step)
+
+
+def sweep(args, out, names, on_step):
+    """Train (or continue) each config of the sweep into out/<name>, then compare them; returns the exit status."""
     trainers = []
     for path, name in zip(args.configs, names):  # check every config and its data before training any
         try:
@@ -535,7 +529,7 @@ def cmd_sweep(argv, on_step=None):
     for name, trainer in zip(names, trainers):
         final = finished_row(trainer) or train(trainer)
         if final is None:
-            return 130
+            return STOP.exit_status()
         curves[name] = trainer.metrics
         rows.append(sweep_row(name, trainer, final))
     from models import plots
@@ -584,7 +578,7 @@ def main(argv=None, on_step=None):
         if command in (None, cmd_sweep):
             return (command or cmd_train)(argv[1:] if command else argv, on_step=on_step)
         return command(argv[1:])
-    except UsageError as err:
+    except (UsageError, run_dir_rules.RunDirError) as err:
         for line in str(err).splitlines():
             print(f"train.py: error: {line}", file=sys.stderr)
         return 2

@@ -289,18 +289,19 @@ class Trainer:
     def fit(self, stop_requested=lambda: False, report=print):
         """Train until a stop reason, then evaluate on every token; returns that final metrics row.
 
-        `stop_requested()` (Ctrl-C) is asked after each step. On a KeyboardInterrupt between
-        steps, or a stop request, `latest` is saved and None returned; one inside a step
-        saves nothing (the step is half made) and propagates.
+        `stop_requested()` (Ctrl-C, SIGTERM) is asked after each step. On a KeyboardInterrupt
+        between steps, or a stop request, `latest` is saved and None returned; one inside a step
+        or an evaluation saves nothing more (the step is half made; the evaluation's metrics row,
+        snapshot and best are redone whole from the latest before it) and propagates.
         """
         tl_random.set_state(self.tensorlab_rng)
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
-        self.progress["stop_reason"], self._in_step = None, False
+        self.progress["stop_reason"], self._busy = None, False
         with np.errstate(all="ignore"):  # a NaN or inf is caught by check_finite, not printed as a warning
             try:
                 self._loop(stop_requested, report)
             except KeyboardInterrupt:
-                if self._in_step:
+                if self._busy:
                     raise
                 write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
                 self.save("latest")
@@ -314,13 +315,15 @@ class Trainer:
         p, cfg = self.progress, self.cfg
         while True:
             if p["step"] % cfg.eval_interval == 0 and p["last_eval_step"] != p["step"]:
+                self._busy = True  # an interrupt inside propagates: a resume redoes the evaluation whole
                 report(self.evaluate())
+                self._busy = False
             p["stop_reason"] = self.stop_reason()
             if p["stop_reason"]:
                 return
-            self._in_step = True
+            self._busy = True
             self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
-            self._in_step = False
+            self._busy = False
             self.on_step(p["step"])
             if stop_requested():
                 raise KeyboardInterrupt

@@ -1,0 +1,169 @@
+"""A run directory's rules: what it holds, who may write into it, and when a run may start or resume there.
+
+    RUN/config.json, tokenizer.json     what the run trains and how it reads text
+    RUN/metrics.jsonl, report.md, ...   what it measured
+    RUN/checkpoints/latest.safetensors  the whole training state (resume starts here)
+    RUN/checkpoints/best, snapshot_*    the model alone at its best and at growing intervals
+    RUN/.lock                           held by the one process that trains into RUN
+
+One process per run directory: `locked(run_dir)` takes an exclusive lock (flock on RUN/.lock)
+for the whole of a training or resume. A second process is refused at once, in one line that
+names the process holding it. The kernel releases the lock when its process ends, however it
+ends, so a killed run never blocks the next start. Everything that deletes or rewrites run files
+(temporary files a kill left, config.json) happens under the lock; `eval`, `generate` and
+`export` only read, and every file they read is replaced atomically, so they are safe beside a
+running run.
+
+A resume never destroys: `resume_plan` continues from checkpoints/latest, restarts from step 0
+only a run that never saved anything, and refuses a run whose latest is gone while other
+results remain (restarting would overwrite best and metrics.jsonl with an untrained model's).
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from models import checkpoint
+from tensorlab.serialization import TEMP_SUFFIX, remove_temporary_files
+
+LOCK_NAME = ".lock"
+# what a run stopped before its first checkpoint holds; starting it again with the same --out reuses the directory
+BEFORE_FIRST_CHECKPOINT = {"config.json", "tokenizer.json", "checkpoints", LOCK_NAME}
+
+
+class RunDirError(Exception):
+    """A run directory cannot be used as asked: one line saying why and what to do."""
+
+
+def check_writable(run_dir):
+    """RunDirError unless `run_dir` can be created and written (checked before any work, nothing made)."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"--out {run_dir} is an existing file; choose a directory name")
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise RunDirError(f"--out {run_dir}: {existing} is a file, not a directory; choose another --out")
+    try:  # a real probe: permissions, read-only filesystems and root all answer truthfully
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".tensorlab-probe-")
+    except OSError as err:
+        raise RunDirError(
+            f"--out {run_dir}: cannot write in {existing} ({err.strerror}); choose another --out"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_new_out(run_dir):
+    """RunDirError unless `run_dir` is new, empty, or a run stopped before its first checkpoint (then reused)."""
+    run_dir = Path(run_dir)
+    check_writable(run_dir)
+    if not run_dir.exists():
+        return
+    names = {p.name for p in run_dir.iterdir() if not p.name.endswith(TEMP_SUFFIX)}
+    if names - BEFORE_FIRST_CHECKPOINT or checkpoint.exists(run_dir / "checkpoints" / "latest"):
+        raise RunDirError(
+            f"--out {run_dir} already exists and is not empty; choose a new directory, "
+            f"or continue that run with --resume {run_dir}"
+        )
+
+
+def saved_config(run_dir):
+    """The path of the config.json of a run to resume; RunDirError when it has none."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise RunDirError(
+            f"cannot resume {run_dir}: it has no config.json (a run stopped before it wrote one has nothing "
+            f"to continue: run the command that started it again, with --out {run_dir})"
+        )
+    return path
+
+
+def resume_plan(run_dir):
+    """'continue' (from checkpoints/latest) or 'restart' (the run never saved anything); else RunDirError."""
+    run_dir = Path(run_dir)
+    saved_config(run_dir)
+    if checkpoint.exists(run_dir / "checkpoints" / "latest"):  # this format or the old one
+        return "continue"
+    latest = checkpoint.checkpoint_path(run_dir / "checkpoints" / "latest")
+    if latest.exists():
+        raise RunDirError(f"cannot resume {run_dir}: {latest} is not a file; move it away and put the checkpoint back")
+    saved = saved_results(run_dir)
+    if saved:
+        raise RunDirError(
+            f"cannot resume {run_dir}: {latest} is missing, but the run has saved {', '.join(saved)}; "
+            f"put latest back (resuming from step 0 would overwrite them), or train a new run with --out"
+        )
+    return "restart"
+
+
+def saved_results(run_dir):
+    """The names of what a run has saved besides config.json and tokenizer.json (checkpoints, metrics, report)."""
+    run_dir = Path(run_dir)
+    found = sorted(p.name for p in (run_dir / "checkpoints").glob("*") if not p.name.endswith(TEMP_SUFFIX))
+    found = [f"checkpoints/{name}" for name in found]
+    found += [name for name in ("metrics.jsonl", "report.md", "samples.txt") if (run_dir / name).exists()]
+    return found
+
+
+def open_for_training(run_dir, config_json, tokenizer):
+    """Under the lock: delete what a kill left mid-write, write config.json, and tokenizer.json if there is none."""
+    from tensorlab.serialization import write_atomically
+
+    run_dir = Path(run_dir)
+    for directory in (run_dir, run_dir / "checkpoints"):
+        remove_temporary_files(directory)  # left by a run killed while writing
+    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    write_atomically(run_dir / "config.json", config_json.encode("utf-8"))
+    if not (run_dir / "tokenizer.json").exists():
+        tokenizer.save(run_dir / "tokenizer.json")
+
+
+@contextlib.contextmanager
+def locked(run_dir):
+    """Hold the run directory's exclusive lock inside the block (the directory is made if needed).
+
+    A directory this call made, and that holds nothing but the lock when the block ends (the
+    start was refused before anything was written), is removed again.
+    """
+    run_dir = Path(run_dir)
+    check_writable(run_dir)
+    made = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock_path = run_dir / LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(f"{run_dir} is in use: {_holder(lock_path)}; wait for it to end, or stop it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(_who()).encode("utf-8"))
+        try:
+            yield run_dir
+        finally:
+            if made and {p.name for p in run_dir.iterdir()} == {LOCK_NAME}:
+                lock_path.unlink()
+                run_dir.rmdir()
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _who():
+    return {"pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)[:200]}
+
+
+def _holder(lock_path):
+    """'process 1234 (python train.py ...) has trained into it since ...', from what the holder wrote."""
+    try:
+        who = json.loads(Path(lock_path).read_text(encoding="utf-8"))
+        return f"process {who['pid']} ({who['command']}) has trained into it since {who['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process holds its lock"

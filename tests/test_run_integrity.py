@@ -1,0 +1,187 @@
+"""Nothing lost, whoever runs it: one process per run directory, resumes that never destroy, signals that save.
+
+Real train.py processes: a second start beside a running run (with --out or --resume), two
+starts at the same instant, a resume whose latest checkpoint is gone, SIGTERM and SIGHUP, and
+a run stopped before it wrote anything. Each ends in one line and a non-zero status, or in a
+run that continues; no finished file is overwritten.
+"""
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from models import run_dir as run_dir_rules
+from models.checkpoint import read_checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--config", ROOT / "configs" / "tiny.json", "--vocab-size", 260, "--no-report"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, corpus_file):
+    path = tmp_path_factory.mktemp("data") / "small.txt"
+    path.write_bytes(corpus_file.read_bytes()[:30_000])
+    return path
+
+
+def command(*args):
+    return [sys.executable, str(ROOT / "train.py"), *map(str, args)]
+
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+
+
+def run(*args, timeout=180):
+    return subprocess.run(command(*args), capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT)
+
+
+def start_in_background(out, corpus, *extra, stderr_path):
+    """A training run that goes on until stopped; returns once it has written its config and begun training."""
+    stderr = open(stderr_path, "w")  # closed by the caller
+    process = subprocess.Popen(
+        command(*TINY, "--data", corpus, "--out", out, "--max-steps", 100_000, *extra),
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=ENV,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoints" / "latest.safetensors").is_file():  # its first evaluation is saved
+        assert process.poll() is None, Path(stderr_path).read_text()
+        assert time.monotonic() < deadline, "the run did not start in 120 s"
+        time.sleep(0.1)
+    return process, stderr
+
+
+def one_line(done):
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    return lines[0]
+
+
+def digests(run_dir):
+    """sha256 of every file in a run directory, by relative path (the lock file left out)."""
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.name != run_dir_rules.LOCK_NAME
+    }
+
+
+def test_a_second_process_is_refused_while_a_run_trains_and_sigterm_saves(tmp_path, corpus):
+    out = tmp_path / "run"
+    process, stderr = start_in_background(out, corpus, stderr_path=tmp_path / "first.err")
+    try:
+        for second in (["--resume", out], [*TINY, "--data", corpus, "--out", out]):
+            line = one_line(run(*second))
+            assert f"{out} is in use: process {process.pid} (" in line and "wait for it to end, or stop it" in line
+        assert process.poll() is None  # the first run goes on
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        process.kill()
+        stderr.close()
+    err = (tmp_path / "first.err").read_text()
+    assert "SIGTERM: saving a checkpoint after this step" in err and "Traceback" not in err
+    stopped_at = read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"]
+    assert f"interrupted at step {stopped_at}: saved" in err and stopped_at > 0
+    done = run("--resume", out, "--max-steps", stopped_at + 2)  # the lock went with the process
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == stopped_at + 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT])
+def test_sighup_and_ctrl_c_save_latest_too(tmp_path, corpus, signum):
+    out = tmp_path / "run"
+    process, stderr = start_in_background(out, corpus, stderr_path=tmp_path / "err")
+    try:
+        process.send_signal(signum)
+        assert process.wait(timeout=120) == 128 + signum
+    finally:
+        process.kill()
+        stderr.close()
+    assert "saved" in (tmp_path / "err").read_text()
+    assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] > 0
+
+
+def test_two_starts_at_the_same_instant_one_trains_one_is_refused(tmp_path, corpus):
+    out = tmp_path / "run"
+    args = [*TINY, "--data", corpus, "--out", out, "--max-steps", 12, "--eval-interval", 4]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: run(*args), range(2)))
+    assert sorted(r.returncode for r in results) == [0, 2], [r.stderr[-1000:] for r in results]
+    refused = one_line(next(r for r in results if r.returncode == 2))
+    assert "is in use: process" in refused or "already exists and is not empty" in refused
+    assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 12  # the winner's run is whole
+    assert "Traceback" not in "".join(r.stderr for r in results)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("finished") / "run"
+    done = run(*TINY, "--data", corpus, "--out", out, "--max-steps", 12, "--eval-interval", 4)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("how", ["deleted", "renamed", "a directory"])
+def test_resume_without_latest_is_refused_and_destroys_nothing(tmp_path, finished, how):
+    out = tmp_path / "run"
+    shutil.copytree(finished, out)
+    latest = out / "checkpoints" / "latest.safetensors"
+    if how == "renamed":
+        latest.rename(latest.with_name("latest-old.safetensors"))
+    else:
+        latest.unlink()
+    if how == "a directory":
+        latest.mkdir()
+    before = digests(out)
+    line = one_line(run("--resume", out))
+    assert f"cannot resume {out}:" in line
+    assert ("is not a file" in line) if how == "a directory" else ("is missing, but the run has saved" in line)
+    assert "checkpoints/best.safetensors" in line or how == "a directory"
+    assert digests(out) == before  # best, metrics.jsonl and the snapshots untouched
+
+
+def test_a_run_stopped_before_it_wrote_anything_starts_again_with_its_command(tmp_path, corpus):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / run_dir_rules.LOCK_NAME).write_text("{}")  # the lock file of a process that was killed at once
+    (out / ".config.json.x1y2.tmp").write_text("half")  # a temporary file it left mid-write
+    line = one_line(run("--resume", out))
+    assert "it has no config.json" in line and f"run the command that started it again, with --out {out}" in line
+    done = run(*TINY, "--data", corpus, "--out", out, "--max-steps", 4)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not list(out.glob("*.tmp")) and (out / "config.json").is_file()
+
+
+def test_a_run_that_saved_nothing_yet_resumes_from_step_zero(tmp_path, corpus, finished):
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(finished / "config.json", out)
+    shutil.copy(finished / "tokenizer.json", out)
+    (out / "checkpoints").mkdir()
+    done = run("--resume", out, "--data", corpus)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 12
+
+
+def test_the_lock_refuses_a_second_holder_and_is_released_after(tmp_path):
+    out = tmp_path / "run"
+    with run_dir_rules.locked(out):
+        with pytest.raises(run_dir_rules.RunDirError, match=rf"is in use: process {os.getpid()} \("):
+            with run_dir_rules.locked(out):
+                pass
+    assert not out.exists()  # made for the lock, nothing written: removed again
+    out.mkdir()
+    with run_dir_rules.locked(out):
+        pass
+    assert out.is_dir()  # a directory it did not make stays
