@@ -14,7 +14,8 @@ override --config. configs/seed_000.json ... seed_004.json reproduce the referen
 default config stops after 10 minutes). Ctrl-C, SIGTERM or SIGHUP saves a checkpoint after the
 current step; a killed run continues with --resume (or, killed before its first checkpoint, with
 --out again), bitwise as if never stopped. One process at a time trains into a run directory; the
-rules of the run directory (its files, its lock, when a resume may start) are models/run_dir.py. A NaN or infinite loss stops the run with one line (exit status 3).
+rules of the run directory (its files, its lock, when a resume may start) are models/run_dir.py.
+A NaN or infinite loss stops the run with one line (exit status 3).
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
 checkpoints/ (latest, best and a few model snapshots, .safetensors) and figures/. The training
 loop itself is models/trainer.py; this file is the command line.
