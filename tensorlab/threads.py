@@ -14,8 +14,12 @@ still shares them.
 Like tensorlab.memory.keep_freed_memory, this is process-wide, so tensorlab never does it on its
 own: `import tensorlab` leaves NumPy and OpenBLAS as they were. A program that trains asks once
 (train.py and the bench/ scripts do; `use_threads(1)` undoes it). It needs threadpoolctl, which
-the `train` extra installs. Results do not depend on the thread count beyond float rounding:
-a block's rows are computed by the same code on whichever thread takes it.
+the `train` extra installs.
+
+Results do not depend on the thread count, bit for bit: the blocks are cut by the data alone
+(cache-sized blocks, or ROW_PARTS parts of a product's rows), never by the number of threads,
+and each block is computed by the same code on whichever thread takes it, or serially without
+a pool. So a run resumed under another thread count continues exactly (tests/test_threads.py).
 """
 
 import os
@@ -31,6 +35,8 @@ _inside = threading.local()  # a block already running on the pool runs its inne
 
 # A product smaller than this many multiply-adds runs whole: splitting it costs more than it saves.
 _MIN_SPLIT_WORK = 1 << 20
+# A larger one is cut into this many parts of rows whatever the thread count (enough to keep 16 threads busy).
+ROW_PARTS = 16
 
 
 def use_threads(n=None):
@@ -101,16 +107,19 @@ def _run_share(work, share):
 
 
 def row_parts(length):
-    """range(length) cut into one slice per thread (fewer when rows are few)."""
-    parts = min(_threads, length) or 1
+    """range(length) cut into ROW_PARTS slices (fewer when rows are few): fixed by the length, not the threads."""
+    parts = min(ROW_PARTS, length) or 1
     edges = [length * i // parts for i in range(parts + 1)]
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
 def matmul(a, b):
-    """a @ b for a 2-D (N, K) and b (K, M), its rows of a split over the threads (each with one OpenBLAS thread)."""
+    """a @ b for a 2-D (N, K) and b (K, M), the rows of a in row_parts over the threads (one OpenBLAS thread each).
+
+    A large product is cut the same way with or without a pool, so its bits never depend on the thread count.
+    """
     xp = backend.array_module(a)
-    if _pool is None or backend.is_cupy_array(a) or a.shape[0] * a.shape[1] * b.shape[1] < _MIN_SPLIT_WORK:
+    if backend.is_cupy_array(a) or a.shape[0] * a.shape[1] * b.shape[1] < _MIN_SPLIT_WORK:
         return a @ b
     out = xp.empty((a.shape[0], b.shape[1]), dtype=xp.result_type(a, b))
     for_each_block(lambda rows: xp.matmul(a[rows], b, out=out[rows]), row_parts(a.shape[0]))

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from models import run_dir as run_dir_rules
@@ -185,3 +186,19 @@ def test_the_lock_refuses_a_second_holder_and_is_released_after(tmp_path):
     with run_dir_rules.locked(out):
         pass
     assert out.is_dir()  # a directory it did not make stays
+
+
+def test_a_resume_under_another_thread_count_is_bitwise_exact(tmp_path, corpus):
+    """train.py uses every core it is given (OPENBLAS_NUM_THREADS): 2 threads, stopped, resumed on 1."""
+    args = [*TINY, "--data", corpus, "--d-model", 64, "--batch-size", 16, "--eval-interval", 4, "--dropout", 0]
+
+    def train_py(threads, *extra):
+        env = dict(ENV, OPENBLAS_NUM_THREADS=str(threads))
+        done = subprocess.run(command(*extra), capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    train_py(1, *args, "--out", tmp_path / "whole", "--max-steps", 8)
+    train_py(2, *args, "--out", tmp_path / "resumed", "--max-steps", 4)
+    train_py(1, "--resume", tmp_path / "resumed", "--max-steps", 8)
+    a, b = (read_checkpoint(tmp_path / name / "checkpoints" / "latest") for name in ("whole", "resumed"))
+    assert [k for k in a["model"] if not np.array_equal(a["model"][k], b["model"][k])] == []
