@@ -32,6 +32,7 @@ halves (plateau_factor) whenever the validation loss stalls; constant warms up a
 
 import argparse
 import contextlib
+import errno
 import math
 import os
 import signal
@@ -101,8 +102,17 @@ def load_tokenizer(path):
         raise UsageError(f"{path} is not a usable tokenizer file ({str(err).splitlines()[0][:120]})") from None
 
 
+def training_bytes(cfg):
+    """A lower bound on the memory training needs: weights, gradients and two AdamW moments, and a batch's logits."""
+    m = cfg.model
+    matrices = (3 if m.activation == "swiglu" else 2) * m.d_model * m.d_ff + 4 * m.d_model**2
+    parameters = (1 if m.tie_weights else 2) * m.vocab_size * m.d_model + m.n_layers * matrices
+    logits = 3 * cfg.batch_size * m.context_len * m.vocab_size  # logits, probabilities, their gradient
+    return 4 * (4 * parameters + logits)  # float32
+
+
 def checked_config(cfg):
-    """`cfg` if every value is valid, its device exists and its attention fits in memory, else UsageError."""
+    """`cfg` if every value is valid, its device works and its attention and model fit in memory, else UsageError."""
     try:
         cfg.check()
     except ConfigError as err:
@@ -110,14 +120,22 @@ def checked_config(cfg):
     if cfg.device == "cuda" and backend.gpu_problem() is not None:
         raise UsageError(f"--device cuda: {backend.gpu_problem()}; use --device cpu")
     m = cfg.model
-    attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len**2 * 4  # scores, probs, grads
     available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else math.inf
+    attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len**2 * 4  # scores, probs, grads
     if cfg.device == "cpu" and attention_bytes > available / 2:
         fits = int(math.sqrt(available / 2 / (6 * m.n_layers * cfg.batch_size * m.n_heads * 4)))
         raise UsageError(
             f"--seq-len {m.context_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
             f"(this machine has {available / 2**30:.0f} GiB); at --batch-size {cfg.batch_size} a "
             f"--seq-len up to about {fits} fits"
+        )
+    model_bytes = training_bytes(cfg)
+    if model_bytes > available / 2:
+        raise UsageError(
+            f"a model of --vocab-size {m.vocab_size}, --d-model {m.d_model}, --d-ff {m.d_ff}, --n-layers "
+            f"{m.n_layers} at --batch-size {cfg.batch_size} needs about {model_bytes / 2**30:.3g} GiB to train "
+            f"(its weights, gradients, AdamW's moments and one batch's logits); this machine has "
+            f"{available / 2**30:.0f} GiB: make it smaller"
         )
     return cfg
 
@@ -586,6 +604,12 @@ def main(argv=None, on_step=None):
     except NonFiniteError as err:
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
+    except OSError as err:  # a full disk (ENOSPC), a read-only (EROFS) or forbidden (EACCES) place, ...
+        what = f"{err.filename or 'a file'}: {err.strerror or err}"
+        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            what += "; free space or make it writable, then continue with --resume (files written before are whole)"
+        print(f"train.py: error: cannot use {what}", file=sys.stderr)
+        return 1
     except MemoryError:  # CuPy's OutOfMemoryError is one too
         print(
             "train.py: error: out of memory; try a smaller --batch-size or --seq-len (the attention of one layer "

@@ -97,13 +97,17 @@ def load_checkpoint(path, model):
     return state
 
 
+class NonFiniteParameter(CheckpointError):
+    """A parameter holds a NaN or an infinity: such weights are never written, and never loaded."""
+
+
 def first_non_finite(arrays, what):
-    """CheckpointError naming the first array of `arrays` (name -> array) with a NaN or inf, if there is one."""
+    """NonFiniteParameter naming the first array of `arrays` (name -> array) with a NaN or inf, if there is one."""
     for name, a in arrays.items():
         a = np.asarray(a) if not hasattr(a, "get") else a.get()
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             bad = a[~np.isfinite(a)].ravel()[0]
-            raise CheckpointError(f"{what}: parameter {name} holds non-finite values (e.g. {bad})")
+            raise NonFiniteParameter(f"{what}: parameter {name} holds non-finite values (e.g. {bad})")
 
 
 def _read_old_format(base):

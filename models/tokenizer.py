@@ -148,7 +148,12 @@ class BPETokenizer:
             raise ValueError(f"{path} is not a saved tokenizer ({err}); {expected}.") from None
         if not isinstance(blob, dict) or blob.get("format") != FILE_FORMAT or "tokenizer" not in blob:
             raise ValueError(f"{path} is not a saved tokenizer; {expected} and a 'tokenizer' key.")
-        tok = Tokenizer.from_str(json.dumps(blob["tokenizer"]))
+        try:
+            tok = Tokenizer.from_str(json.dumps(blob["tokenizer"]))
+        except Exception as err:  # the tokenizers library raises plain Exceptions for a model of the wrong shape
+            raise ValueError(
+                f"{path} is not a usable tokenizer ({str(err).splitlines()[0][:120]}); {expected}."
+            ) from None
         pretokenizer = blob.get("pretokenizer")
         return cls(tok, pretokenizer)
 

@@ -47,6 +47,7 @@ def _setting(default, help):
 
 
 POSITIVE_COUNTS = ("batch_size", "eval_interval")  # integer settings that must be >= 1
+MAX_MINUTES = 1_000_000  # about two years: a time limit past it is a typo (and its horizon would overflow)
 COUNTS = (  # integer settings that must be >= 0
     "warmup_steps",
     "max_steps",
@@ -129,6 +130,10 @@ class TrainConfig:
             raise ConfigError(f"cannot read config file {path}: {err.strerror}") from None
         except ValueError as err:
             raise ConfigError(f"config file {path} is not valid JSON: {err}") from None
+        except RecursionError:
+            raise ConfigError(
+                f"config file {path} is nested too deeply to be a config (a JSON object of settings)"
+            ) from None
         return cls.from_dict(values, source=f"config file {path}")
 
     def to_dict(self):
@@ -184,7 +189,7 @@ class TrainConfig:
             "beta1": (lambda v: 0 <= v < 1, "in [0, 1)"),
             "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
             "grad_clip": (lambda v: v >= 0, ">= 0 (0 turns clipping off)"),
-            "max_minutes": (lambda v: v >= 0, ">= 0 (0: no time limit)"),
+            "max_minutes": (lambda v: 0 <= v <= MAX_MINUTES, f"in [0, {MAX_MINUTES}] (0: no time limit)"),
         }
         for name, (ok, rule) in ranges.items():
             value = getattr(self, name)
@@ -196,6 +201,8 @@ class TrainConfig:
                 f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)",
                 value=self.model.vocab_size,
             )
+        if any(not str(prompt).strip() for prompt in self.prompts):
+            bad("prompts", "non-empty texts (the model continues each)", value=list(self.prompts))
         if self.max_steps == 0 and self.max_minutes == 0:
             out.append(
                 "max_steps and max_minutes are both 0, so the run would never end; set --max-steps N or --max-minutes M"

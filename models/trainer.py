@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import tensorlab
-from models.checkpoint import save_checkpoint
+from models.checkpoint import NonFiniteParameter, save_checkpoint
 from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
@@ -258,20 +258,29 @@ class Trainer:
             snaps.append(step)
 
     def save(self, name, **extra):
-        """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others."""
+        """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others.
+
+        Weights that became NaN or infinite (a finite loss and gradient, then too large a step) are never
+        written: the run stops as for a non-finite loss (NonFiniteError), and the files keep the last finite ones.
+        """
         path = self.run_dir / "checkpoints" / name
-        if name == "latest":
-            save_checkpoint(path, self.state_dict())
-        else:
-            save_checkpoint(
-                path,
-                {
-                    "model": self.model.state_dict(),
-                    "model_config": self.model.config.to_dict(),
-                    "step": self.progress["step"],
-                    **extra,
-                },
-            )
+        state = (
+            self.state_dict()
+            if name == "latest"
+            else {
+                "model": self.model.state_dict(),
+                "model_config": self.model.config.to_dict(),
+                "step": self.progress["step"],
+                **extra,
+            }
+        )
+        try:
+            save_checkpoint(path, state)
+        except NonFiniteParameter as err:
+            raise NonFiniteError(
+                f"step {self.progress['step']}: {str(err).split(': ', 1)[1]}; stopped before it could touch the "
+                f"checkpoints (latest keeps the last finite weights); try a lower --lr (now {self.cfg.lr:g})"
+            ) from None
 
     # ----- the loop --------------------------------------------------------------------------------------------
 

@@ -123,6 +123,12 @@ class TinyTransformerLM(Module):
         return ids
 
 
+def too_cold(logits, temperature):
+    """True when logits / temperature overflows to infinity somewhere (then sampling is greedy)."""
+    with np.errstate(over="ignore"):
+        return temperature > 0 and not np.isfinite(logits[np.isfinite(logits)] / temperature).all()
+
+
 @contextmanager
 def inference(model):
     """Evaluation mode (no dropout) and no graph while inside; the model's previous mode comes back after."""
@@ -136,8 +142,11 @@ def inference(model):
 
 
 def sample_next(logits, temperature, top_k, rng):
-    """One token id per row of `logits` (B, V): greedy at temperature 0, else sampled after top-k filtering."""
-    if temperature == 0:
+    """One token id per row of `logits` (B, V): greedy at temperature 0, else sampled after top-k filtering.
+
+    A temperature so small that logits / temperature overflows is sampled greedily, its limit as T -> 0.
+    """
+    if temperature == 0 or too_cold(logits, temperature):
         return logits.argmax(axis=-1)
     logits = logits / temperature
     if top_k is not None:

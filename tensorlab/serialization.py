@@ -129,8 +129,10 @@ def write_atomically(target, data):
         os.chmod(tmp, 0o666 & ~_umask())
         _pause_for_tests(target)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None:  # a full disk fails in write or fsync: name the file
+            raise OSError(err.errno, err.strerror, str(target)) from None
         raise
     _fsync_directory(target.parent)
 
