@@ -161,17 +161,10 @@ def prepare_run(cfg, run_dir, resume=False, on_step=None):
 
 
 def resumed_tokenizer(cfg, run_dir):
-    """The tokenizer of the run being resumed (None if it was killed before saving one); checks the split."""
-    saved = TrainConfig.from_json(run_dir / "config.json")
-    changed = [
-        f"{k} ({getattr(saved, k)!r} -> {getattr(cfg, k)!r})"
-        for k in ("pretokenizer", "val_fraction", "preprocess", "split")
-        if getattr(saved, k) != getattr(cfg, k)
-    ]
-    if saved.model.vocab_size != cfg.model.vocab_size:
-        changed.append(f"vocab_size ({saved.model.vocab_size} -> {cfg.model.vocab_size})")
-    if changed:
-        raise UsageError(f"cannot resume {run_dir} with another tokenizer or split: {', '.join(changed)}")
+    """The tokenizer of the run being resumed (None if it was killed before saving one), once the settings that a
+    resume cannot change are found unchanged."""
+    saved = TrainConfig.from_json(run_dir_rules.saved_config(run_dir))
+    run_dir_rules.check_resume_changes(run_dir, saved.to_dict(), cfg.to_dict())
     path = run_dir / "tokenizer.json"
     return load_tokenizer(path) if path.is_file() else None
 
@@ -194,6 +187,12 @@ def restore(trainer, latest, corpus_sha):
             f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
             f"give that file with --data"
         )
+    trained_with = state.get("config") or TrainConfig.from_json(run_dir_rules.saved_config(trainer.run_dir)).to_dict()
+    run_dir_rules.check_resume_changes(trainer.run_dir, trained_with, trainer.cfg.to_dict())
+    changes = trainer.retune(trained_with)
+    if changes:
+        said = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in changes.items())
+        print(f"resuming at step {trainer.progress['step']} with changed settings: {said}", file=sys.stderr)
     if not exact:
         print(
             f"note: {checkpoint.checkpoint_path(latest)} was saved on a GPU before tensorlab saved the dropout "

@@ -103,6 +103,56 @@ def resume_plan(run_dir):
     return "restart"
 
 
+# What a resume cannot change: the model's shape and function, how text becomes tokens and which tokens
+# validate, the seed (the random streams continue from the checkpoint) and the kind of schedule. Every other
+# setting takes effect from the resumed step (Trainer.retune) and is recorded in config.json and the metrics.
+RESUME_REFUSED = (
+    "seed",
+    "pretokenizer",
+    "preprocess",
+    "val_fraction",
+    "split",
+    "schedule",
+    "model.vocab_size",
+    "model.context_len",
+    "model.d_model",
+    "model.n_layers",
+    "model.n_heads",
+    "model.d_ff",
+    "model.pos_encoding",
+    "model.tie_weights",
+    "model.activation",
+    "model.norm",
+    "model.norm_position",
+    "model.norm_eps",
+    "model.qkv_bias",
+    "model.proj_bias",
+    "model.ffn_bias",
+    "model.head_bias",
+    "model.embedding_std",
+    "model.dtype",
+)
+
+
+def check_resume_changes(run_dir, trained_with, asked):
+    """RunDirError naming every RESUME_REFUSED setting that differs between two config dicts (flat or nested)."""
+
+    def value(config, name):
+        section, _, key = name.rpartition(".")
+        return (config.get(section, {}) if section else config).get(key)
+
+    refused = [
+        f"{name.removeprefix('model.')} ({value(trained_with, name)!r} -> {value(asked, name)!r})"
+        for name in RESUME_REFUSED
+        if value(trained_with, name) != value(asked, name)
+    ]
+    if refused:
+        raise RunDirError(
+            f"cannot resume {run_dir} with another {', '.join(refused)}: a resume continues the same model, "
+            f"tokens and random streams; train a new run with --out for that"
+        )
+
+
 def saved_results(run_dir):
     """The names of what a run has saved besides config.json and tokenizer.json (checkpoints, metrics, report)."""
     run_dir = Path(run_dir)

@@ -61,6 +61,7 @@ def new_progress(corpus_sha256):
         last={},
         interval_tokens=0,
         interval_time=0.0,
+        config_changes=[],  # [{"step", "changed": {name: [old, new]}}]: settings a resume changed, and when
     )
 
 
@@ -126,6 +127,47 @@ class Trainer:
         self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
         return tl_random.restores_exactly(self.tensorlab_rng)
+
+    def retune(self, trained_with):
+        """Put the settings that changed since `trained_with` (the config dict the checkpoint was trained with) into
+        the optimizer and the schedules, after load_state_dict; returns {name: [old, new]} of every change.
+
+        The optimizer's groups and the schedules come back from the checkpoint with the old values; the
+        settings read afresh at every step (clipping, batch size, evaluation and checkpoint intervals, the
+        limits) need nothing. models/run_dir.py's RESUME_REFUSED lists the settings a resume cannot change.
+        """
+        cfg, old = self.cfg, trained_with
+        changes = {
+            name: [old.get(name), value]
+            for name, value in self.cfg.to_dict().items()
+            if name != "model" and old.get(name) != value
+        }
+        old_model = old.get("model", {})
+        changes.update(
+            {name: [old_model.get(name), v] for name, v in cfg.to_dict()["model"].items() if old_model.get(name) != v}
+        )
+        for group in self.optimizer.param_groups:
+            if "lr" in changes:  # the peak: the schedule's curve and every group's base, scaled alike
+                ratio = cfg.lr / old["lr"]
+                group["initial_lr"] = group.get("initial_lr", old["lr"]) * ratio
+                group["lr"] *= ratio
+            if "weight_decay" in changes and group["weight_decay"]:  # the decayed group (biases and gains keep 0)
+                group["weight_decay"] = cfg.weight_decay
+            group["betas"] = (cfg.beta1, cfg.beta2)
+        if changes.keys() & {"lr", "min_lr", "warmup_steps"}:
+            self.schedule.max_lr = cfg.lr
+            self.schedule.min_lr = cfg.min_lr if cfg.schedule == "warmup_cosine" else cfg.lr
+            self.schedule.warmup_steps = min(cfg.warmup_steps, self.schedule.max_steps)
+            if self.plateau is None or self.progress["step"] <= cfg.warmup_steps:
+                self.schedule.apply(self.optimizer, self.schedule.last_step)
+        if self.plateau is not None:
+            self.plateau.factor, self.plateau.patience = cfg.plateau_factor, cfg.plateau_patience
+            self.plateau.min_lr = cfg.min_lr
+        if changes:
+            self.progress["config_changes"] = self.progress["config_changes"] + [
+                {"step": self.progress["step"], "changed": changes}
+            ]
+        return changes
 
     def _restore_schedules(self, state):
         if "schedule" in state:
@@ -236,6 +278,7 @@ class Trainer:
             full_eval=final or self.cfg.eval_batches == 0,
             layer_grad_norm=last.get("layer_grad_norm"),
             layer_update_ratio=last.get("layer_update_ratio"),
+            config_changes=[c for c in p["config_changes"] if c["step"] >= (p["last_eval_step"] or 0)] or None,
         )
 
     def _keep_best(self, step, val, final):
@@ -350,6 +393,7 @@ PROGRESS_TYPES = {
     "last": dict,
     "interval_tokens": int,
     "interval_time": (int, float),
+    "config_changes": list,
     "best_step": (int, type(None)),
     "last_eval_step": (int, type(None)),
     "best_val_loss": (int, float, type(None)),
