@@ -411,7 +411,7 @@ def test_resume_with_another_model_shape(run_dir, tmp_path, capsys):
     shutil.copytree(run_dir, out)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     status, _, err = run_main(["--resume", out, "--d-model", 48], capsys)
-    assert_one_line_error(status, err, "another model config", "d_model=32")
+    assert_one_line_error(status, err, "cannot resume", "with another d_model (32 -> 48)")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
