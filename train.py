@@ -187,6 +187,7 @@ def restore(trainer, latest, corpus_sha):
             f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
             f"give that file with --data"
         )
+    run_dir_rules.check_tokenizer(state, trainer.tokenizer, checkpoint.checkpoint_path(latest))
     trained_with = state.get("config") or TrainConfig.from_json(run_dir_rules.saved_config(trainer.run_dir)).to_dict()
     run_dir_rules.check_resume_changes(trainer.run_dir, trained_with, trainer.cfg.to_dict())
     changes = trainer.retune(trained_with)
@@ -423,6 +424,7 @@ def load_run(run_dir, checkpoint_name="best", data=None, device=None):
                 f"evaluation); continue the run with --resume {run_dir}"
             )
         state = load_checkpoint(path, model)
+        run_dir_rules.check_tokenizer(state, tokenizer, checkpoint.checkpoint_path(path))
     except (ConfigError, CheckpointError, ValueError) as err:
         raise UsageError(str(err)) from None
     return cfg, tokenizer, model, state

@@ -14,6 +14,7 @@ from safetensors.numpy import save_file
 
 from models.checkpoint import load_checkpoint
 from models.config import ModelConfig
+from models.run_dir import RunDirError, check_tokenizer
 from models.tokenizer import BPETokenizer
 from models.train_config import TrainConfig
 from models.transformer import TinyTransformerLM
@@ -32,6 +33,7 @@ def load_run_model(run_dir, checkpoint="best"):
     tokenizer = BPETokenizer.load(run_dir / "tokenizer.json")
     model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size))
     state = load_checkpoint(run_dir / "checkpoints" / checkpoint, model)
+    check_tokenizer(state, tokenizer, run_dir / "checkpoints" / checkpoint)
     return model, state
 
 
@@ -75,7 +77,7 @@ def cmd_export(argv):
     args = parser.parse_args(argv)
     try:
         out = export_run(args.run_dir, args.out, args.checkpoint)
-    except (ValueError, OSError, CheckpointError) as err:  # ConfigError is a ValueError
+    except (ValueError, OSError, CheckpointError, RunDirError) as err:  # ConfigError is a ValueError
         print(f"train.py export: error: {str(err).splitlines()[0]}")
         return 2
     print(f"wrote {out / 'model.safetensors'} and {out / 'config.json'}")

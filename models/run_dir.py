@@ -163,7 +163,10 @@ def saved_results(run_dir):
 
 
 def open_for_training(run_dir, config_json, tokenizer):
-    """Under the lock: delete what a kill left mid-write, write config.json, and tokenizer.json if there is none."""
+    """Under the lock: delete what a kill left mid-write, write config.json and tokenizer.json (the ones in use).
+
+    tokenizer.json is written every time, so a directory reused after a kill never keeps another run's.
+    """
     from tensorlab.serialization import write_atomically
 
     run_dir = Path(run_dir)
@@ -171,8 +174,21 @@ def open_for_training(run_dir, config_json, tokenizer):
         remove_temporary_files(directory)  # left by a run killed while writing
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     write_atomically(run_dir / "config.json", config_json.encode("utf-8"))
-    if not (run_dir / "tokenizer.json").exists():
-        tokenizer.save(run_dir / "tokenizer.json")
+    tokenizer.save(run_dir / "tokenizer.json")
+
+
+def check_tokenizer(state, tokenizer, path):
+    """RunDirError unless the checkpoint `state` (read from `path`) was trained with `tokenizer`.
+
+    A checkpoint written before tensorlab recorded the fingerprint has none, and is taken as it is.
+    """
+    recorded = state.get("tokenizer_sha256")
+    if recorded is not None and recorded != tokenizer.fingerprint():
+        raise RunDirError(
+            f"{path} was trained with another tokenizer than the run's tokenizer.json (sha256 {recorded[:12]}..., "
+            f"tokenizer.json {tokenizer.fingerprint()[:12]}...): its token ids would decode to other text; "
+            f"put back the tokenizer.json of the run that wrote it"
+        )
 
 
 @contextlib.contextmanager

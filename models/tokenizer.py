@@ -12,6 +12,7 @@ Two ways to cut text into words before BPE merges characters inside them:
   ``"C it i z en :"``. Characters unseen in training become ``[UNK]``.
 """
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -131,6 +132,14 @@ class BPETokenizer:
         two modes are not comparable.
         """
         return int(self._n_bytes[self._checked_ids(ids)].sum())
+
+    def fingerprint(self) -> str:
+        """sha256 of what the tokenizer does (its vocabulary, merges and pretokenizer), not of a file's layout.
+
+        Every checkpoint records it: ids mean text only under the tokenizer they were trained with.
+        """
+        blob = {"pretokenizer": self.pretokenizer, "tokenizer": json.loads(self._tok.to_str())}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode("utf-8")).hexdigest()
 
     def save(self, path) -> None:
         """Write the tokenizer to one JSON file (tokenizer.json content plus the pretokenizer name)."""

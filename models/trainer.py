@@ -93,6 +93,7 @@ class Trainer:
         self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
         self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
         self.progress, self.metrics = new_progress(corpus_sha256), []
+        self.tokenizer_sha256 = tokenizer.fingerprint()  # every checkpoint records it (models/run_dir.check_tokenizer)
         self.groups = layer_groups(self.model)
         self._clock = (time.perf_counter(), 0.0)  # (when fit started, elapsed_s then)
 
@@ -110,6 +111,7 @@ class Trainer:
             "tensorlab_rng": self.tensorlab_rng,
             "config": self.cfg.to_dict(),
             "progress": dict(self.progress, elapsed_s=self.elapsed()),
+            "tokenizer_sha256": self.tokenizer_sha256,
         }
 
     def load_state_dict(self, state):
@@ -314,6 +316,7 @@ class Trainer:
                 "model": self.model.state_dict(),
                 "model_config": self.model.config.to_dict(),
                 "step": self.progress["step"],
+                "tokenizer_sha256": self.tokenizer_sha256,
                 **extra,
             }
         )

@@ -7,6 +7,7 @@ run that continues; no finished file is overwritten.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -202,3 +203,29 @@ def test_a_resume_under_another_thread_count_is_bitwise_exact(tmp_path, corpus):
     train_py(1, "--resume", tmp_path / "resumed", "--max-steps", 8)
     a, b = (read_checkpoint(tmp_path / name / "checkpoints" / "latest") for name in ("whole", "resumed"))
     assert [k for k in a["model"] if not np.array_equal(a["model"][k], b["model"][k])] == []
+
+
+def test_a_checkpoint_refuses_another_runs_tokenizer_everywhere(tmp_path, finished):
+    """Another corpus, the same vocabulary size: its tokenizer.json in place of the run's would decode other text."""
+    other_corpus = tmp_path / "other.txt"  # other text: other merges
+    other_corpus.write_text("\n".join(" ".join(["qzx", "vvk", "jjw"] * 20) for _ in range(200)), encoding="utf-8")
+    other = tmp_path / "other"
+    assert run(*TINY, "--data", other_corpus, "--out", other, "--max-steps", 1).returncode == 0
+    out = tmp_path / "run"
+    shutil.copytree(finished, out)
+    shutil.copy(other / "tokenizer.json", out / "tokenizer.json")
+    for command_line in (["eval", out], ["generate", out, "--prompt", "ROMEO:"], ["--resume", out], ["export", out]):
+        done = run(*command_line)
+        lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        assert done.returncode == 2 and len(lines) == 1, done.stderr + done.stdout
+        assert "was trained with another tokenizer than the run's tokenizer.json" in lines[0], lines[0]
+
+
+def test_a_directory_reused_after_a_kill_gets_the_new_runs_tokenizer(tmp_path, finished, corpus):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tokenizer.json").write_bytes((finished / "tokenizer.json").read_bytes())  # a killed run's, other settings
+    done = run(*TINY, "--data", corpus, "--out", out, "--max-steps", 4, "--vocab-size", 270)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert run("eval", out).returncode == 0  # the checkpoint and tokenizer.json agree
+    assert json.loads((out / "tokenizer.json").read_text()) != json.loads((finished / "tokenizer.json").read_text())
