@@ -31,6 +31,10 @@ from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
 from tensorlab.serialization import write_atomically
 
+# Changed on a resume without being recorded as a change: the limits (extending a run is what a resume is for),
+# where the corpus lies (its content is checked by sha256), the comment, and the model (compared field by field).
+UNRECORDED_CHANGES = ("max_steps", "max_minutes", "data", "comment", "model")
+
 
 class NonFiniteError(RuntimeError):
     """The training loss or gradient norm is NaN or infinite: the run stops before the weights are touched."""
@@ -142,7 +146,7 @@ class Trainer:
         changes = {
             name: [old.get(name), value]
             for name, value in self.cfg.to_dict().items()
-            if name != "model" and old.get(name) != value
+            if name not in UNRECORDED_CHANGES and old.get(name) != value
         }
         old_model = old.get("model", {})
         changes.update(
