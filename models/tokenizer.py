@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from tensorlab.serialization import write_atomically
 
@@ -27,6 +27,13 @@ MIN_BYTELEVEL_VOCAB = 260  # the 256 single bytes plus a few merges
 UNK = "[UNK]"  # whitespace mode only; bytelevel never needs it
 END_OF_TEXT = "<|endoftext|>"  # between the documents of a corpus directory: one token, never merged
 FILE_FORMAT = "tensorlab-bpe"
+# Longer pre-tokens (a run of letters with no space, a base64 blob) are cut into pieces of this many characters.
+# BPE training counts pairs inside each pre-token, merge after merge: on one 2 MB word that is quadratic and
+# stalls for minutes; in pieces it is linear in the corpus. Words of natural text are far shorter, so their
+# merges and encodings do not change.
+MAX_PRETOKEN = 128
+# Text this long trains long enough (seconds) that the trainer shows its progress bar on stderr.
+SHOW_PROGRESS_CHARS = 4_000_000
 
 # Cutting text here never changes the encoding: a newline that follows a
 # non-space character always starts a new pre-token in both modes, so the pieces
@@ -36,6 +43,13 @@ _SAFE_CUT = re.compile(r"(?<=\S)(?=\n)")
 
 # How token labels show characters that are invisible in a plot axis.
 _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+def _capped(pre_tokenizer):
+    """`pre_tokenizer`, then every pre-token longer than MAX_PRETOKEN characters cut into pieces of at most that."""
+    return pre_tokenizers.Sequence(
+        [pre_tokenizer, pre_tokenizers.Split(Regex(f".{{1,{MAX_PRETOKEN}}}"), behavior="isolated")]
+    )
 
 
 def byte_level_chars() -> dict[str, int]:
@@ -80,18 +94,20 @@ class BPETokenizer:
         specials = [END_OF_TEXT] if END_OF_TEXT in text else []
         if pretokenizer == "bytelevel":
             tok = Tokenizer(models.BPE())
-            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tok.pre_tokenizer = _capped(pre_tokenizers.ByteLevel(add_prefix_space=False))
             tok.decoder = decoders.ByteLevel()
             trainer = trainers.BpeTrainer(
                 vocab_size=vocab_size,
                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                show_progress=False,
                 special_tokens=specials,
+                show_progress=len(text) > SHOW_PROGRESS_CHARS,
             )
         else:
             tok = Tokenizer(models.BPE(unk_token=UNK))
-            tok.pre_tokenizer = pre_tokenizers.Whitespace()
-            trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[UNK, *specials], show_progress=False)
+            tok.pre_tokenizer = _capped(pre_tokenizers.Whitespace())
+            trainer = trainers.BpeTrainer(
+                vocab_size=vocab_size, special_tokens=[UNK, *specials], show_progress=len(text) > SHOW_PROGRESS_CHARS
+            )
         tok.train_from_iterator(_SAFE_CUT.split(text), trainer=trainer)  # same merges as one string, faster
 
         if tok.get_vocab_size() > vocab_size:  # the trainer keeps every character even past vocab_size
