@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tools import installed_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-LINT_IMPORTS = shutil.which("lint-imports") or pytest.fail("lint-imports not installed: pip install -e '.[test]'")
+LINT_IMPORTS = installed_tool("lint-imports")
 
 
 def lint_imports(root):

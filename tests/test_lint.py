@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tools import installed_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-RUFF = shutil.which("ruff") or pytest.fail("ruff not installed: pip install -e '.[test]'")
+RUFF = installed_tool("ruff")
 
 pytestmark = pytest.mark.lint
 

@@ -1,0 +1,18 @@
+"""The command-line tools the tests run, found beside the Python that runs the tests, never on PATH.
+
+`venv/bin/python -m pytest` with the venv not activated has its tools in venv/bin, and PATH may hold
+other versions, or none: the interpreter's own folder is the one that pip installed them into.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def installed_tool(name):
+    """The path of the console script `name` installed beside sys.executable; fails the test run if missing."""
+    path = Path(sys.executable).parent / name
+    if not path.is_file():
+        pytest.fail(f"{name} is not installed beside {sys.executable}: pip install -e '.[test]'")
+    return str(path)
