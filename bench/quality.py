@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `python bench/NAME.py` puts bench/ on the path; models/ lives in the checkout
 
 
 def train_for(framework, cfg_dict, data_path, minutes, threads, results):
@@ -36,7 +37,6 @@ def train_for(framework, cfg_dict, data_path, minutes, threads, results):
 
 
 def _train_for(framework, cfg_dict, data_path, minutes, threads):
-    sys.path.insert(0, str(ROOT))
     from models.data import eval_windows, random_windows
     from models.train_config import TrainConfig
     from models.trainer import horizon
@@ -132,7 +132,6 @@ def _torch(cfg, weights, threads):
 
 def prepare(cfg, data_path):
     """Tokenizer, split and initial weights, shared by both runs: written to one .npz."""
-    sys.path.insert(0, str(ROOT))
     import tensorlab
     import train
     from models.transformer import TinyTransformerLM
@@ -156,7 +155,6 @@ def main(argv=None):
         parser.error("give --data or set TENSORLAB_CORPUS")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    sys.path.insert(0, str(ROOT))
     from models.train_config import TrainConfig
 
     cfg = TrainConfig.from_json(args.config).replace(data=args.data, device="cpu")

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `python bench/NAME.py` puts bench/ on the path; models/ lives in the checkout
 SEED_CONFIGS = {
     "seed_d128": dict(d_model=128, n_heads=4, d_ff=256, n_layers=2),
     "seed_d256": dict(d_model=256, n_heads=8, d_ff=512, n_layers=2),
@@ -64,7 +65,6 @@ def worker(framework, model_config, weights_path, batch_size, seq_len, device, t
 
 
 def _serve(framework, model_config, weights_path, batch_size, seq_len, device, threads, conn):
-    sys.path.insert(0, str(ROOT))
     import numpy as np
 
     if framework == "tensorlab":
@@ -238,7 +238,6 @@ class Worker:
 
 
 def run_config(name, model_config, batch_size, seq_len, args):
-    sys.path.insert(0, str(ROOT))
     import numpy as np
 
     import tensorlab

@@ -55,3 +55,22 @@ def test_a_worker_killed_between_commands_ends_the_benchmark(worker):
     worker.process.join()
     with pytest.raises(WorkerDied, match=r"tensorlab worker died \(exit code -9\) during 'block'"):
         worker.ask("block", 10)
+
+
+def test_it_runs_as_the_readme_prints_it_from_any_folder(tmp_path):
+    """`python bench/speed.py`: the script finds models/ in the checkout itself (no PYTHONPATH, another cwd)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "bench" / "speed.py"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, str(script), "--configs", "nosuch", "--tmp", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "unknown config(s) ['nosuch']" in done.stderr, done.stderr[-2000:]
