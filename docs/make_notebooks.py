@@ -93,9 +93,11 @@ def notebook_of(page, out_dir):
     notebook.cells.append(
         nbformat.v4.new_markdown_cell(
             f"*Made from [{source}]({link}) by `python docs/make_notebooks.py`: edit the page, not this notebook. "
-            f"Start Jupyter from the checkout with `PYTHONPATH=$PWD` (some pages import models/).*"
+            f"The first code cell finds the checkout, so `import tensorlab` and `import models` work however "
+            f"Jupyter was started.*"
         )
     )
+    notebook.cells.append(checkout_cell(out_dir))
     for kind, text, printed in cells_of(Path(page).read_text(encoding="utf-8")):
         if kind == "code":
             cell = nbformat.v4.new_code_cell(text)
@@ -105,6 +107,28 @@ def notebook_of(page, out_dir):
         else:
             notebook.cells.append(nbformat.v4.new_markdown_cell(relink(text, Path(page).parent, out_dir)))
     return notebook
+
+
+CHECKOUT_TAG = "find-the-checkout"  # the metadata tag of the first code cell, which no page holds
+
+
+def checkout_cell(out_dir):
+    """The code cell that puts the checkout on sys.path: relative to the notebook's folder (Jupyter's working
+    directory), so the checkout and its notebooks can move together; else where it was when they were built."""
+    relative = Path(os.path.relpath(DOCS.parent, out_dir)).as_posix()
+    source = (
+        "# Find the checkout these notebooks were made from: tensorlab/ and models/ are imported from it.\n"
+        "import sys\n"
+        "from pathlib import Path\n"
+        "\n"
+        f"for checkout in (Path.cwd() / {relative!r}, Path({DOCS.parent.as_posix()!r})):\n"
+        '    if (checkout / "models").is_dir() and (checkout / "tensorlab").is_dir():\n'
+        "        sys.path.insert(0, str(checkout.resolve()))\n"
+        "        break\n"
+        "else:\n"
+        '    print("the checkout was not found: run `python docs/make_notebooks.py` in it again")'
+    )
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [CHECKOUT_TAG]})
 
 
 def make_notebooks(out_dir=DOCS / "notebooks"):

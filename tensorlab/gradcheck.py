@@ -97,6 +97,8 @@ class InputReport:
             lines.append(f"    {str(index):<16}{a:>20.8g}{n:>22.8g}{a - n:>14.3g}")
         return "\n".join(lines)
 
+    __repr__ = __str__  # a report left at the end of a notebook cell reads as print(report) does
+
 
 class GradcheckReport:
     """The result of `gradcheck`: one InputReport per checked input."""
@@ -120,6 +122,8 @@ class GradcheckReport:
             f"|analytic - numeric| > {self.atol:g} + {self.rtol:g} * |numeric|)"
         )
         return "\n".join([verdict, rule] + [str(r) for r in self.inputs])
+
+    __repr__ = __str__  # `tl.gradcheck(...)` at the end of a notebook cell shows the report, not an address
 
 
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, names=None, seed=0, raise_on_failure=True):

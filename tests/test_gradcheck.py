@@ -174,3 +174,11 @@ def test_a_function_that_is_not_finite_fails_on_the_numeric_side(backend):
     report = gradcheck(lambda x: F.sqrt(x), [x], names=["x"], raise_on_failure=False)
     assert not report.passed
     assert "the numeric gradient for 'x' has NaN at (1,)" in str(report)
+
+
+def test_a_report_left_at_the_end_of_a_notebook_cell_reads_as_its_print():
+    """Jupyter shows repr() of a cell's last value: the report, not <GradcheckReport at 0x...>."""
+    x = tensorlab.tensor(np.random.default_rng(0).standard_normal((2, 3)), requires_grad=True)
+    report = gradcheck(lambda x: F.softmax(x, axis=-1), [x])
+    assert repr(report) == str(report) and repr(report).startswith("gradcheck passed\n(float64, central differences")
+    assert repr(report.inputs[0]) == str(report.inputs[0]) and "of shape (2, 3): ok" in repr(report.inputs[0])

@@ -5,6 +5,7 @@ into a temporary folder and compare them with what tests/test_docs.py runs and c
 """
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from test_docs import PAGES, ROOT, blocks, page_id
 
 DOC_PAGES = [p for p in PAGES if p.parent == ROOT / "docs"]
+CHECKOUT_TAG = "find-the-checkout"
 
 
 def load_tool():
@@ -61,6 +63,8 @@ def test_one_notebook_per_docs_page(notebooks):
 def test_code_cells_are_exactly_the_tested_snippets(notebooks, page):
     built, _ = notebooks
     cells = [c for c in built[page.stem].cells if c.cell_type == "code"]
+    assert CHECKOUT_TAG in cells[0].metadata["tags"]  # the first finds the checkout; the others are the page's
+    cells = cells[1:]
     expected = snippets_run_by_test_docs(page)
     assert [c.source for c in cells] == [code for code, _ in expected]
     for cell, (_, shown) in zip(cells, expected):
@@ -122,3 +126,53 @@ def test_only_the_blocks_test_docs_runs_become_code_cells(tmp_path):
     ]
     assert [text for kind, text, _ in cells if kind == "code"] == [b for b, _ in snippets_run_by_test_docs(page)]
     assert "import cupy" in cells[2][1] and "not an output" in cells[2][1] and "ls" in cells[4][1]
+
+
+@pytest.fixture(scope="module")
+def executed_twice(tmp_path_factory):
+    """Every notebook built into a folder outside the checkout, then run top to bottom twice, each time in a fresh
+    kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it: {name: errors}."""
+    import nbclient
+
+    out = tmp_path_factory.mktemp("notebooks")
+    paths = load_tool().make_notebooks(out)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["MPLBACKEND"] = "Agg"
+    failures = {}
+    saved_environ = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        for path in paths:
+            for run in (1, 2):
+                notebook = nbformat.read(str(path), as_version=4)
+                client = nbclient.NotebookClient(
+                    notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(out)}}
+                )
+                try:
+                    client.execute()
+                except Exception as error:  # CellExecutionError names the cell and the traceback
+                    failures[f"{path.stem}, run {run}"] = str(error).splitlines()[-1][:300]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_environ)
+    return paths, failures
+
+
+@pytest.mark.slow
+def test_every_notebook_runs_top_to_bottom_twice_in_a_row(executed_twice):
+    paths, failures = executed_twice
+    assert len(paths) == len(DOC_PAGES) and not failures, failures
+
+
+def test_the_first_cell_finds_the_checkout_from_any_folder(tmp_path):
+    """Built in one folder, run from another: the relative path fails, the recorded one holds."""
+    cell = load_tool().checkout_cell(tmp_path / "a" / "b")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = cell.source + "\nimport models, tensorlab\nprint(Path(models.__file__).resolve().parent.parent)"
+    for cwd in (tmp_path / "a" / "b", elsewhere):
+        cwd.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env)
+        assert done.returncode == 0 and done.stdout.strip() == str(ROOT), done.stderr
