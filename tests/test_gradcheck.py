@@ -182,3 +182,17 @@ def test_a_report_left_at_the_end_of_a_notebook_cell_reads_as_its_print():
     report = gradcheck(lambda x: F.softmax(x, axis=-1), [x])
     assert repr(report) == str(report) and repr(report).startswith("gradcheck passed\n(float64, central differences")
     assert repr(report.inputs[0]) == str(report.inputs[0]) and "of shape (2, 3): ok" in repr(report.inputs[0])
+
+
+def test_a_failed_report_left_at_the_end_of_a_cell_shows_its_verdict_and_numbers():
+    """IPython shows repr() (through its pretty printer): the verdict, the rule, and the wrong element's numbers."""
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    x = tensorlab.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    report = gradcheck(lambda x: OneWrongElementExp()(x), [x], names=["x"], raise_on_failure=False)
+    shown = pretty(report)
+    assert shown == str(report) == repr(report)
+    assert shown.startswith("gradcheck FAILED: the gradient of 1 of 1 inputs is wrong\n(float64, central differences")
+    assert "input 'x' of shape (3, 4): 1 of 12 gradient elements are wrong" in shown
+    assert f"max abs error {report.inputs[0].max_abs_error:.3g}" in shown
+    assert re.search(r"^\s+\(1, 2\)\s", shown, re.M)
+    assert pretty(report.inputs[0]) == str(report.inputs[0])

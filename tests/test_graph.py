@@ -319,6 +319,22 @@ def test_trace_names_the_broadcast_reduction():
     assert f"{np.linalg.norm(b.grad):.4g}" in text
 
 
+def test_a_trace_left_at_the_end_of_a_notebook_cell_shows_the_trace():
+    """IPython displays a cell's last value with its pretty printer: the trace as print(t) shows it, broadcast
+    reduction included; repr() stays one line (a debugger's variable pane, a list's repr)."""
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    _, _, loss = broadcast_example()
+    with tg.trace() as t:
+        loss.backward()
+    shown = pretty(t)
+    assert shown == str(t) and shown.startswith("backward trace: 3 Functions, in the order backward ran them\n")
+    assert "Add: grad of b summed over axes (0, 1), (4, 5, 3) -> (3,)" in shown
+    assert repr(t) == "<Trace of 3 backward steps>" and repr([t]) == "[<Trace of 3 backward steps>]"
+    with tg.trace() as empty:
+        pass
+    assert pretty(empty) == "backward trace: no Function ran (was backward() called inside the block?)"
+
+
 def test_trace_uses_the_users_names_and_sees_size_one_axes():
     x, bias = leaf((2, 3, 4)), leaf((3, 1))
     loss = (x * bias).sum()
