@@ -154,11 +154,30 @@ def check_resume_changes(run_dir, trained_with, asked):
 
 
 def saved_results(run_dir):
-    """The names of what a run has saved besides config.json and tokenizer.json (checkpoints, metrics, report)."""
+    """What a run saved past step 0 besides config.json and tokenizer.json: the names of those files.
+
+    A run killed inside its first evaluation leaves only step 0's results (best and the first snapshot of
+    the untrained model, metrics' first row): a restart from step 0 writes them again, bit for bit, so
+    they are not counted. Anything later is work that a restart would overwrite.
+    """
+    from models.trainer import MetricsError, read_metrics
+
     run_dir = Path(run_dir)
-    found = sorted(p.name for p in (run_dir / "checkpoints").glob("*") if not p.name.endswith(TEMP_SUFFIX))
-    found = [f"checkpoints/{name}" for name in found]
-    found += [name for name in ("metrics.jsonl", "report.md", "samples.txt") if (run_dir / name).exists()]
+    found = [name for name in ("report.md", "samples.txt") if (run_dir / name).exists()]
+    try:
+        if any(row["step"] > 0 for row in read_metrics(run_dir)):
+            found.append("metrics.jsonl")
+    except MetricsError:
+        found.append("metrics.jsonl")
+    for path in sorted((run_dir / "checkpoints").glob("*")):
+        if path.name.endswith(TEMP_SUFFIX) or path.name == "snapshot_step000000" + checkpoint.SUFFIX:
+            continue
+        try:
+            if path.name == "best" + checkpoint.SUFFIX and checkpoint.read_checkpoint(path).get("step") == 0:
+                continue
+        except checkpoint.CheckpointError:
+            pass
+        found.append(f"checkpoints/{path.name}")
     return found
 
 

@@ -229,3 +229,18 @@ def test_a_directory_reused_after_a_kill_gets_the_new_runs_tokenizer(tmp_path, f
     assert done.returncode == 0, done.stderr[-2000:]
     assert run("eval", out).returncode == 0  # the checkpoint and tokenizer.json agree
     assert json.loads((out / "tokenizer.json").read_text()) != json.loads((finished / "tokenizer.json").read_text())
+
+
+def test_a_run_killed_inside_its_first_evaluation_resumes_from_step_zero(tmp_path, finished, corpus):
+    """best and the first snapshot are the untrained model's, metrics' only row is step 0's: a restart redoes them."""
+    out = tmp_path / "run"
+    shutil.copytree(finished, out)
+    for path in (out / "checkpoints").glob("*"):
+        if path.name != "snapshot_step000000.safetensors":
+            path.unlink()
+    first_row = (out / "metrics.jsonl").read_text().splitlines()[0]
+    (out / "metrics.jsonl").write_text(first_row + "\n")
+    done = run("--resume", out, "--data", corpus)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (read_checkpoint(run / "checkpoints" / "latest") for run in (out, finished))
+    assert a["progress"]["step"] == 12 and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
