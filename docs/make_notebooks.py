@@ -9,7 +9,9 @@ becomes one notebook in OUT_DIR (default docs/notebooks/):
   without running shows what the page shows;
 - everything else (prose, maths, ```python no-run and other fenced blocks) becomes Markdown
   cells; relative links are rewritten to work from OUT_DIR, and links to other pages point at
-  their notebooks.
+  their notebooks;
+- a first code cell, before the page's, puts the checkout on sys.path (see checkout_cell), so
+  `jupyter lab OUT_DIR` needs no PYTHONPATH for the pages that import models/.
 
 Needs nbformat (pip install -e ".[docs]").
 """
@@ -118,12 +120,15 @@ def checkout_cell(out_dir):
     relative = Path(os.path.relpath(DOCS.parent, out_dir)).as_posix()
     source = (
         "# Find the checkout these notebooks were made from: tensorlab/ and models/ are imported from it.\n"
+        "# Jupyter runs a notebook in the notebook's folder: the first path is the checkout relative to it (so\n"
+        "# the two can move together), the second where the checkout was when the notebooks were built.\n"
         "import sys\n"
         "from pathlib import Path\n"
         "\n"
         f"for checkout in (Path.cwd() / {relative!r}, Path({DOCS.parent.as_posix()!r})):\n"
         '    if (checkout / "models").is_dir() and (checkout / "tensorlab").is_dir():\n'
-        "        sys.path.insert(0, str(checkout.resolve()))\n"
+        "        if str(checkout.resolve()) not in sys.path:  # once, however often the cell runs\n"
+        "            sys.path.insert(0, str(checkout.resolve()))\n"
         "        break\n"
         "else:\n"
         '    print("the checkout was not found: run `python docs/make_notebooks.py` in it again")'

@@ -57,20 +57,35 @@ def test_a_worker_killed_between_commands_ends_the_benchmark(worker):
         worker.ask("block", 10)
 
 
-def test_it_runs_as_the_readme_prints_it_from_any_folder(tmp_path):
-    """`python bench/speed.py`: the script finds models/ in the checkout itself (no PYTHONPATH, another cwd)."""
+# Each bench script with a __main__, and arguments that take it past its imports of models/ and tensorlab/ to a
+# quick, known end (speed: an unknown config; quality: a config it refuses; profile_step imports both at the top).
+BENCH_PROBES = {
+    "speed": (["--configs", "nosuch"], 2, "unknown config(s) ['nosuch']"),
+    "quality": (["configs/seed_000.json", "--data", "tests/data/small_corpus.txt"], 2, "scores the ordered split only"),
+    "profile_step": (["--help"], 0, "usage: profile_step.py"),
+}
+
+
+def test_every_bench_script_with_a_main_has_a_probe():
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    scripts = {p.stem for p in bench.glob("*.py") if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")}
+    assert scripts == set(BENCH_PROBES)
+
+
+@pytest.mark.parametrize("name", sorted(BENCH_PROBES))
+def test_a_bench_script_runs_as_a_file_from_any_folder_and_as_a_module_from_the_checkout(name, tmp_path):
+    """`python bench/NAME.py` (README, bench/RESULTS.md) from another folder and `python -m bench.NAME` from the
+    checkout, neither with PYTHONPATH: each script puts the checkout on sys.path itself."""
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "bench" / "speed.py"
+    root = Path(__file__).resolve().parent.parent
+    args, code, says = BENCH_PROBES[name]
+    args = [str(root / a) if (root / a).exists() else a for a in args]  # the paths work from any folder
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, str(script), "--configs", "nosuch", "--tmp", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 2 and "unknown config(s) ['nosuch']" in done.stderr, done.stderr[-2000:]
+    for command, cwd in (([str(root / "bench" / f"{name}.py")], tmp_path), (["-m", f"bench.{name}"], root)):
+        done = subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, cwd=cwd, env=env)
+        assert done.returncode == code and says in done.stdout + done.stderr, (command, done.stderr[-2000:])

@@ -128,34 +128,44 @@ def test_only_the_blocks_test_docs_runs_become_code_cells(tmp_path):
     assert "import cupy" in cells[2][1] and "not an output" in cells[2][1] and "ls" in cells[4][1]
 
 
+def kernel_env():
+    """The environment of `jupyter lab` started by someone who never set PYTHONPATH (figures drawn off screen)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def run_in_a_fresh_kernel(notebook, folder):
+    """Run a notebook top to bottom as Jupyter does: a new kernel whose working directory is the notebook's folder.
+
+    Returns the notebook with its outputs; raises CellExecutionError at the first cell that raises."""
+    import nbclient
+
+    client = nbclient.NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+    return client.execute(env=kernel_env())  # env: handed to the kernel's process, this process's stays as it is
+
+
 @pytest.fixture(scope="module")
 def executed_twice(tmp_path_factory):
     """Every notebook built into a folder outside the checkout, then run top to bottom twice, each time in a fresh
-    kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it: {name: errors}."""
-    import nbclient
-
+    kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it: {name: error}."""
     out = tmp_path_factory.mktemp("notebooks")
     paths = load_tool().make_notebooks(out)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["MPLBACKEND"] = "Agg"
     failures = {}
-    saved_environ = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # the kernel inherits this process's environment
-    try:
-        for path in paths:
-            for run in (1, 2):
-                notebook = nbformat.read(str(path), as_version=4)
-                client = nbclient.NotebookClient(
-                    notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(out)}}
-                )
-                try:
-                    client.execute()
-                except Exception as error:  # CellExecutionError names the cell and the traceback
-                    failures[f"{path.stem}, run {run}"] = str(error).splitlines()[-1][:300]
-    finally:
-        os.environ.clear()
-        os.environ.update(saved_environ)
+    for path in paths:
+        for run in (1, 2):  # the second run meets whatever the first left in the folder (stubs, runs, figures)
+            notebook = nbformat.read(str(path), as_version=4)
+            try:
+                run_in_a_fresh_kernel(notebook, out)
+            except Exception as error:  # CellExecutionError names the cell and the traceback
+                last_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error).strip().splitlines()[-1])  # no colours
+                failures[f"{path.stem}, run {run}"] = last_line[:300]
+                break
+            errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+            if errors:  # none unless a cell allows errors: no cell may
+                failures[f"{path.stem}, run {run}"] = f"{errors[0].ename}: {errors[0].evalue}"
     return paths, failures
 
 
@@ -163,6 +173,37 @@ def executed_twice(tmp_path_factory):
 def test_every_notebook_runs_top_to_bottom_twice_in_a_row(executed_twice):
     paths, failures = executed_twice
     assert len(paths) == len(DOC_PAGES) and not failures, failures
+
+
+@pytest.mark.slow
+def test_in_a_kernel_without_pythonpath_models_imports_only_thanks_to_the_first_cell(tmp_path):
+    """The kernel of the notebook test sees neither PYTHONPATH nor the checkout: without the first cell `import
+    models` fails there (so the test above proves the cell works); with it, models and tensorlab are the checkout's,
+    and running the cell again adds nothing to sys.path."""
+    probe = (
+        "import os, sys\n"
+        "print(os.getcwd())\n"
+        "print(os.environ.get('PYTHONPATH'))\n"
+        "import models, tensorlab\n"
+        "print(os.path.dirname(os.path.dirname(models.__file__)))\n"
+        "print(os.path.dirname(os.path.dirname(tensorlab.__file__)))\n"
+        "print(len(sys.path))"
+    )
+    tool = load_tool()
+
+    def printed(*cells):
+        """Run "first" (the first cell) and "probe" cells in a fresh kernel: what the last one printed, by line."""
+        made = {"first": lambda: tool.checkout_cell(tmp_path), "probe": lambda: nbformat.v4.new_code_cell(probe)}
+        notebook = nbformat.v4.new_notebook(cells=[made[c]() for c in cells])
+        run_in_a_fresh_kernel(notebook, tmp_path)
+        return "".join(o.text for o in notebook.cells[-1].outputs if o.output_type == "stream").splitlines()
+
+    nbclient = pytest.importorskip("nbclient")
+    with pytest.raises(nbclient.exceptions.CellExecutionError, match="No module named 'models'"):
+        printed("probe")
+    cwd, pythonpath, models_root, tensorlab_root, entries = printed("first", "probe", "first", "probe")
+    assert (cwd, pythonpath, models_root, tensorlab_root) == (str(tmp_path), "None", str(ROOT), str(ROOT))
+    assert printed("first", "probe")[-1] == entries
 
 
 def test_the_first_cell_finds_the_checkout_from_any_folder(tmp_path):

@@ -147,6 +147,11 @@ class Trace:
     def __repr__(self):
         return f"<Trace of {len(self.steps)} backward steps>"
 
+    def _repr_pretty_(self, printer, cycle):
+        """A trace left at the end of a notebook cell (IPython, Jupyter) shows what print(trace) shows; repr()
+        stays one line, for a debugger's variable pane and a list's repr (a model's trace runs to dozens of lines)."""
+        printer.text(repr(self) if cycle else str(self))
+
 
 def _small_copy(grad):
     """A NumPy copy of a gradient of at most SMALL elements, else None."""
