@@ -305,6 +305,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     if not hasattr(data, "dtype"):
         probe = _numbers(data)  # one-line errors for strings, None and ragged lists
         dtype = dtype if dtype is not None else np.float32 if probe.dtype.kind == "f" else probe.dtype
+    elif data.dtype.kind not in "biuf":  # an array of strings or objects: no op could compute on it
+        raise TypeError(f"tensorlab.tensor: expected an array of numbers, got dtype {data.dtype} (shape {data.shape})")
     array = xp.array(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
     return Tensor(array, requires_grad=requires_grad)
 

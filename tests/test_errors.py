@@ -276,3 +276,17 @@ def test_mixing_real_devices_is_an_error(cuda):
 def test_unknown_device_names(backend):
     with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda', got 'gpu'"):
         tensorlab.tensor([1.0], device="gpu")
+
+
+def test_an_array_of_strings_is_refused_where_it_enters():
+    with pytest.raises(
+        TypeError, match=r"tensorlab.tensor: expected an array of numbers, got dtype <U1 \(shape \(2,\)\)"
+    ):
+        tensorlab.tensor(np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_of_integers_is_one_line_naming_the_op(name, backend):
+    x = tensorlab.tensor(np.array([1, 2]), device=backend.device)
+    with pytest.raises(TypeError, match=rf"^{name}: input must be floating point, got dtype int64 \(shape \(2,\)\)"):
+        getattr(F, name)(x)

@@ -22,6 +22,15 @@ def exp_and_max(x, axis, out=None):
     return xp.exp(e, out=e), m
 
 
+def check_floating(op_name, x):
+    """TypeError unless x holds floats: probabilities of integers would need a dtype the caller did not choose."""
+    if x.dtype.kind != "f":
+        raise TypeError(
+            f"{op_name}: input must be floating point, got dtype {x.dtype} (shape {x.shape}); "
+            f"convert it first, e.g. x.astype('float32'), as PyTorch asks too"
+        )
+
+
 class Softmax(Function):
     """A row that is entirely -inf (fully masked) gives all zeros and passes no gradient.
 
@@ -33,6 +42,7 @@ class Softmax(Function):
 
     def forward(self, x):
         self.axis = normalize_axis("softmax", self.axis, x.ndim)
+        check_floating("softmax", x)
         e, _ = exp_and_max(x, self.axis)
         total = e.sum(axis=self.axis, keepdims=True)
         total += total == 0  # fully masked rows: 0 / 1 = 0 instead of 0 / 0 (no boolean mask: a GPU would sync)
@@ -55,6 +65,7 @@ class LogSoftmax(Function):
 
     def forward(self, x):
         self.axis = normalize_axis("log_softmax", self.axis, x.ndim)
+        check_floating("log_softmax", x)
         xp = backend.array_module(x)
         e, m = exp_and_max(x, self.axis)
         self.y = x - m - xp.log(e.sum(axis=self.axis, keepdims=True))
