@@ -1,7 +1,8 @@
 """train.py on --device cuda, through its command line: train, eval, generate and resume.
 
 Each command runs in a subprocess through tests/strict_cupy/run.py, which installs the
-strict CuPy stand-in as `cupy` unless a real GPU is there (then the real one is used).
+strict CuPy stand-in as `cupy` unless a real GPU is there (then the real one is used). The stand-in
+adds atomics in a random order, as a GPU may, so the exact resumes below hold on a GPU's scheduling too.
 Only the CLI is used, so these tests hold whatever train.py looks like inside.
 """
 
@@ -36,6 +37,7 @@ def train_py(*args, device="cuda"):
     """Run `train.py ARGS` (on the stand-in for cuda): its stdout; fails the test on a non-zero exit."""
     command = [sys.executable, str(RUN) if device == "cuda" else "", str(ROOT / "train.py"), *map(str, args)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env[strict_cupy.cupy_standin.ATOMICS_ENV] = "random"  # the stand-in adds atomics in a random order, as a GPU may
     done = subprocess.run([c for c in command if c], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     if device == "cuda" and not strict_cupy.real_gpu_present():
