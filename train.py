@@ -188,7 +188,11 @@ def restore(trainer, latest, corpus_sha):
             f"give that file with --data"
         )
     run_dir_rules.check_tokenizer(state, trainer.tokenizer, checkpoint.checkpoint_path(latest))
-    trained_with = state.get("config") or TrainConfig.from_json(run_dir_rules.saved_config(trainer.run_dir)).to_dict()
+    saved = state.get("config")  # the settings it trained with, in today's layout (an older run's are flat)
+    trained = (
+        TrainConfig.from_dict(saved, f"{latest}") if saved else TrainConfig.from_json(trainer.run_dir / "config.json")
+    )
+    trained_with = trained.to_dict()
     run_dir_rules.check_resume_changes(trainer.run_dir, trained_with, trainer.cfg.to_dict())
     changes = trainer.retune(trained_with)
     if changes:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.config import as_today
 from tensorlab import serialization
 from tensorlab.serialization import SUFFIX, CheckpointError
 
@@ -82,6 +83,7 @@ def load_checkpoint(path, model):
     ours, theirs = model.config.to_dict(), state["model_config"]
     if not isinstance(theirs, dict):
         raise CheckpointError(f"{path} is not a tensorlab training checkpoint (its model_config is not a dict)")
+    theirs = as_today(theirs)  # a run of an older version: its keys renamed, the ones added since at their defaults
     differ = [
         f"{key}={theirs.get(key)!r} (here {ours[key]!r})"
         for key in ours

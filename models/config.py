@@ -91,3 +91,14 @@ class ModelConfig:
 
     def to_dict(self):
         return asdict(self)
+
+
+def as_today(values):
+    """A model config dict that an older tensorlab wrote, in today's keys: `bias` (one switch for every linear
+    layer) becomes qkv_bias, proj_bias and ffn_bias; a key added since takes its default, which is what that
+    older version did."""
+    values = dict(values)
+    if "bias" in values:
+        bias = values.pop("bias")
+        values.update(qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
+    return {**ModelConfig().to_dict(), **values}

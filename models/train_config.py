@@ -234,10 +234,10 @@ def _nest_flat_model_keys(values):
         return values
     model = dict(values.get("model", {})) if isinstance(values.get("model"), dict) else {}
     for key, value in flat.items():
-        if key == "bias":  # one switch for every linear layer's bias, as before
-            model.update(qkv_bias=value, proj_bias=value, ffn_bias=value)
-        else:
-            model[_RENAMED.get(key, key)] = value
+        model[_RENAMED.get(key, key)] = value
+    if "bias" in model:  # one switch for every linear layer's bias, as before
+        bias = model.pop("bias")
+        model.update(qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
     return {**{k: v for k, v in values.items() if k not in flat}, "model": model}
 
 
