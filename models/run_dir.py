@@ -10,13 +10,15 @@ One process per run directory: `locked(run_dir)` takes an exclusive lock (flock 
 for the whole of a training or resume. A second process is refused at once, in one line that
 names the process holding it. The kernel releases the lock when its process ends, however it
 ends, so a killed run never blocks the next start. Everything that deletes or rewrites run files
-(temporary files a kill left, config.json) happens under the lock; `eval`, `generate` and
+(temporary files a kill left, config.json, tokenizer.json) happens under the lock; `eval`, `generate` and
 `export` only read, and every file they read is replaced atomically, so they are safe beside a
 running run.
 
 A resume never destroys: `resume_plan` continues from checkpoints/latest, restarts from step 0
-only a run that never saved anything, and refuses a run whose latest is gone while other
+only a run that saved nothing past step 0, and refuses a run whose latest is gone while later
 results remain (restarting would overwrite best and metrics.jsonl with an untrained model's).
+What a resume may change is RESUME_REFUSED's complement; the checkpoint and tokenizer.json must
+belong together (check_tokenizer). The lock uses fcntl: POSIX systems (Linux, macOS) only.
 """
 
 import contextlib
