@@ -244,3 +244,39 @@ def test_a_run_killed_inside_its_first_evaluation_resumes_from_step_zero(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (read_checkpoint(run / "checkpoints" / "latest") for run in (out, finished))
     assert a["progress"]["step"] == 12 and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
+
+
+def test_a_second_ctrl_c_inside_a_snapshot_write_keeps_the_run_whole(tmp_path, corpus):
+    """Ctrl-C twice while step 4's snapshot is being written: exit 130 at once, and a resume redoes that evaluation
+    whole, so the snapshots, the metrics and the weights end as in a run never interrupted."""
+    args = [*TINY, "--data", corpus, "--max-steps", 8, "--eval-interval", 2]
+    reference = run(*args, "--out", tmp_path / "reference")
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    out = tmp_path / "run"
+    env = dict(ENV, TENSORLAB_TEST_WRITE_DELAY="0.3")  # each write says its file, then waits inside its window
+    process = subprocess.Popen(
+        command(*args, "--out", out), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT
+    )
+    try:
+        for line in process.stderr:
+            if line.startswith("writing ") and "snapshot_step000004" in line:
+                process.send_signal(signal.SIGINT)  # the first: stop after this step
+                time.sleep(0.05)
+                process.send_signal(signal.SIGINT)  # the second: at once, inside the write
+                break
+        rest = process.communicate(timeout=120)[1]
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "interrupted in the middle of a step or an evaluation" in rest, rest
+    assert not (out / "checkpoints" / "snapshot_step000004.safetensors").exists()  # the write never completed
+    done = run("--resume", out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = lambda run_dir: sorted(p.name for p in (run_dir / "checkpoints").iterdir())  # noqa: E731
+    assert names(out) == names(tmp_path / "reference")
+    untimed = lambda run_dir: [  # noqa: E731
+        {k: v for k, v in json.loads(line).items() if k not in ("tokens_per_s", "elapsed_s")}
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert untimed(out) == untimed(tmp_path / "reference")
+    a, b = (read_checkpoint(r / "checkpoints" / "latest") for r in (out, tmp_path / "reference"))
+    assert all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
