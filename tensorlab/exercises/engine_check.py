@@ -4,8 +4,9 @@ These exercises build the engine rather than one op's backward, so each is check
 small programs run on the student's code whose right answers are known without any backward
 (finite differences on the same expression evaluated with plain floats; a graph's order
 property; NumPy's own sums), each with the typical mistakes of that step named:
-- value: the local derivative of each op; a Value used twice (forgetting to accumulate, `=`
-  where `+=` belongs); a node reached along two paths (visiting a node before its consumers);
+- value: the local derivative of each op; a Value used twice, probed op by op (forgetting to
+  accumulate, `=` where `+=` belongs, named in the op it slipped in); a node reached along two
+  paths (visiting a node before its consumers);
 - topo: a node left out, a node listed twice, a node before one of its parents, recursion
   too deep for Python;
 - unbroadcast: which axes were summed (the leading ones only, the size-1 ones only, all, the
@@ -109,6 +110,13 @@ VALUE_PROBES = [
     ("a.tanh()", lambda a: a.tanh(), (0.7,), "the _backward of tanh"),
     ("a.exp()", lambda a: a.exp(), (0.5,), "the _backward of exp"),
     ("2 * a + 1 (constants)", lambda a: 2 * a + 1, (0.3,), "mixing Values with numbers"),
+    # Each op's accumulation on its own: a slip (`=` for `+=`) in one _backward shows only where that op gives
+    # a Value its second contribution, so every op gets a probe that uses its input twice.
+    ("a + a (a Value added to itself)", lambda a: a + a, (0.7,), "accumulate:__add__"),
+    ("a * a (a Value times itself)", lambda a: a * a, (0.7,), "accumulate:__mul__"),
+    ("a.tanh() + a (a used by tanh and by +)", lambda a: a.tanh() + a, (0.7,), "accumulate:tanh"),
+    ("a.exp() + a (a used by exp and by +)", lambda a: a.exp() + a, (0.7,), "accumulate:exp"),
+    ("x = a * b; x + x (a computed Value used twice)", lambda a, b: _twice(a * b), (0.8, -1.2), "accumulate:__add__"),
     ("a * a + a (a used three times)", lambda a: a * a + a, (1.5,), "accumulate"),
     (
         "x = a * b; (x + x.tanh()) * c (x reached along two paths)",
@@ -119,6 +127,10 @@ VALUE_PROBES = [
     ("a shared node: x = a * b; y = x.tanh(); (x * y + y.exp()) * x", lambda a, b: _shared(a, b), (0.6, 0.9), "order"),
     ("a chain of 3000 ops", _chain, (0.4,), "deep"),
 ]
+
+
+def _twice(x):
+    return x + x
 
 
 def _two_paths(x, c):
@@ -143,14 +155,17 @@ def _value_probe(title, expression, values, meaning):
             ]
         _call(f"backward() of {title}", path, loss.backward)
         names = "abc"
-        wrong = []
+        wrong, too_large = [], []
         for i, x in enumerate(xs):
             numeric = _numeric(expression, values, i)
             if not math.isclose(x.grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
                 wrong.append(f"{names[i]}.grad is {x.grad:.8g}, expected {numeric:.8g}")
+                too_large.append(abs(x.grad) > abs(numeric) * 1.01)
         if not wrong:
             return []
-        return ["; ".join(wrong) + "."] + _value_diagnosis(meaning, xs, results)
+        # a missing accumulation loses contributions; a node visited twice adds one too many
+        cause = "order" if meaning.startswith("accumulate") and all(too_large) else meaning
+        return ["; ".join(wrong) + "."] + _value_diagnosis(cause, xs, results)
 
     return probe
 
@@ -162,12 +177,16 @@ def _value_diagnosis(meaning, xs, results):
             "No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
             "Value it depends on, and does each op set out._backward?"
         ]
-    if meaning == "accumulate" and locals_right:
+    if meaning.startswith("accumulate") and locals_right:
+        _, _, op = meaning.partition(":")
+        where = f"in {op}'s _backward" if op else "in every _backward"
         return [
-            "Forgetting to accumulate: a Value used more than once gets a gradient from each use, and they add "
-            "up. In every _backward write `self.grad += ...`, not `self.grad = ...`."
+            f"Forgetting to accumulate {where}: a Value used more than once gets a gradient from each use, and "
+            f"they add up. There, write `self.grad += ...` (and `other.grad += ...`), not `self.grad = ...`."
         ]
-    if meaning in ("order", "deep") and locals_right and results.get(VALUE_PROBES[5][0], False):
+    # every accumulation probe run so far passed (this one, and those after it, have not been judged yet)
+    accumulates = all(results.get(title, True) for title, *_, m in VALUE_PROBES if m.startswith("accumulate"))
+    if meaning in ("order", "deep") and locals_right and accumulates:
         return [
             "Visiting a node before its consumers: a shared Value's _backward ran before every Value that uses "
             "it had added into its grad (or ran twice). Build a topological order of the whole graph first, "
