@@ -178,7 +178,7 @@ def test_a_zero_gradient_is_named(capsys, tmp_path):
 
 def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "mul", "unbroadcast(gy * self.a, self.b.shape)", "gy * self.a")
-    assert "case 1/3  Mul: a (3, 4), b (3, 4): ok" in out
+    assert "case 1/4  Mul: a (3, 4), b (3, 4): ok" in out
     assert "input 'b' has shape (4,), but your gradient for it has shape (3, 4) (the output's shape)" in out
     assert "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,):  gb = gb.sum(axis=0)" in out
     assert "gb = gb.sum(axis=(0, 2)).reshape((3, 1))" in out  # b (3, 1) against a (2, 1, 4)
@@ -953,3 +953,32 @@ def test_the_time_limit_gives_back_an_alarm_set_before_it():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the planted 0 / 0
+def test_a_mul_backward_that_divides_by_an_input_fails_where_it_is_zero(capsys, tmp_path):
+    """ga = gy * y / a is right wherever a is not 0, so it passed every case until one held zeros."""
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "mul",
+        "unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)",
+        "unbroadcast(gy * (self.a * self.b) / self.a, self.a.shape), "
+        "unbroadcast(gy * (self.a * self.b) / self.b, self.b.shape)",
+    )
+    assert "case 4/4  Mul: a (3, 4), b (3, 4): FAILED" in out and "NaN" in out, out
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the planted overflow
+def test_an_attention_backward_that_recomputes_softmax_without_the_max_fails_on_large_scores(capsys, tmp_path):
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "causal_attention",
+        "        p = self.p\n",
+        "        s = self.q @ self.k.swapaxes(-1, -2) * self.scale\n"
+        "        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)\n"
+        "        p = np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True)  # no max subtracted: overflows\n",
+    )
+    assert "case 1/3  CausalAttention" in out and "case 3/3  CausalAttention: q (1, 2, 4, 4)" in out, out
+    assert "case 3/3  CausalAttention: q (1, 2, 4, 4), k (1, 2, 4, 4), v (1, 2, 4, 4): FAILED" in out, out

@@ -57,6 +57,22 @@ def _positive(*shape):
     return lambda rng: rng.uniform(0.5, 2.0, shape)
 
 
+def _with_zeros(*shape):
+    """Normal values with exact zeros at a few places: a backward that divides by an input gives NaN there."""
+
+    def make(rng):
+        x = rng.standard_normal(shape)
+        x.reshape(-1)[:: max(1, x.size // 3)] = 0.0
+        return x
+
+    return make
+
+
+def _large(scale, *shape):
+    """Normal values times `scale`: attention scores in the hundreds, where exp overflows unless the max goes first."""
+    return lambda rng: scale * rng.standard_normal(shape)
+
+
 def _inputs(*makers):
     return lambda rng: [make(rng) for make in makers]
 
@@ -212,7 +228,8 @@ EXERCISES = [
     Exercise(
         "mul",
         "y = a * b with broadcasting: sum the gradient over the broadcast axes",
-        [Case("Mul", ("a", "b"), _inputs(a, b), np.multiply, graph=stages.mul) for a, b in _BROADCAST_PAIRS],
+        [Case("Mul", ("a", "b"), _inputs(a, b), np.multiply, graph=stages.mul) for a, b in _BROADCAST_PAIRS]
+        + [Case("Mul", ("a", "b"), _inputs(_with_zeros(3, 4), _with_zeros(3, 4)), np.multiply, graph=stages.mul)],
     ),
     Exercise(
         "matmul",
@@ -325,6 +342,13 @@ EXERCISES = [
                 "CausalAttention",
                 ("q", "k", "v"),
                 _inputs(*[_normal(1, 3, 4, 4)] * 3),
+                _causal_attention,
+                graph=stages.causal_attention,
+            ),
+            Case(  # scores up to about 1,000: exp overflows in float64 unless the row's max is subtracted first
+                "CausalAttention",
+                ("q", "k", "v"),
+                _inputs(_large(30.0, 1, 2, 4, 4), _large(30.0, 1, 2, 4, 4), _normal(1, 2, 4, 4)),
                 _causal_attention,
                 graph=stages.causal_attention,
             ),
