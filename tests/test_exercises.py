@@ -982,3 +982,22 @@ def test_an_attention_backward_that_recomputes_softmax_without_the_max_fails_on_
     )
     assert "case 1/3  CausalAttention" in out and "case 3/3  CausalAttention: q (1, 2, 4, 4)" in out, out
     assert "case 3/3  CausalAttention: q (1, 2, 4, 4), k (1, 2, 4, 4), v (1, 2, 4, 4): FAILED" in out, out
+
+
+def test_an_adamw_step_that_calls_tensorlab_optim_is_refused(capsys, tmp_path):
+    """The checker compares with tensorlab.optim.AdamW: an answer that runs it is the engine's, not the student's."""
+    path = tmp_path / "my_adamw.py"
+    path.write_text(
+        "from tensorlab.optim import AdamW\n"
+        "from tensorlab.tensor import Tensor\n\n\n"
+        "def adamw_step(param, grad, m, v, step, lr, betas, eps, weight_decay):\n"
+        "    p = Tensor(param.copy(), requires_grad=True)\n"
+        "    optimizer = AdamW([p], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)\n"
+        "    optimizer.state[p] = {'step': step - 1, 'exp_avg': m.copy(), 'exp_avg_sq': v.copy()}\n"
+        "    p.grad = grad.copy()\n"
+        "    optimizer.step()\n"
+        "    state = optimizer.state[p]\n"
+        "    return p.data, state['exp_avg'], state['exp_avg_sq']\n"
+    )
+    code, out = run(capsys, "check", "adamw", path)
+    assert code == 1 and "adamw_step calls tensorlab itself (tensorlab/optim/" in out, out

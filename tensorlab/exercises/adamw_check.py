@@ -11,7 +11,7 @@ numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 import numpy as np
 
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
-from tensorlab.exercises.watch import run_cases
+from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.optim import AdamW
 from tensorlab.tensor import Tensor
 
@@ -94,11 +94,15 @@ def _check_case(step_fn, settings, rng, path):
     for t, (grad, right) in enumerate(zip(grads, expected), 1):
         try:
             param, m, v = state
-            result = step_fn(param.copy(), grad.copy(), m.copy(), v.copy(), t, **settings)
+            with watch(step_fn.__code__) as watcher:  # the answer must be the student's NumPy, not tensorlab.optim
+                result = step_fn(param.copy(), grad.copy(), m.copy(), v.copy(), t, **settings)
         except NotImplementedError as error:
             raise NotWritten(*describe_exception(error, path, "adamw_step")) from None
         except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
             raise StudentError(*describe_exception(error, path, f"adamw_step at step {t}")) from None
+        shortcut = engine_use_line("adamw_step", watcher.engine_calls)
+        if shortcut:
+            return [f"step {t}: {shortcut}"]
         problem = _result_problem(result)
         if problem:
             return [f"step {t}: {problem}"]
