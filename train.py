@@ -236,9 +236,10 @@ def train(trainer, report=True):
     trainer.on_step = lambda step: (bar.update(1), user_on_step(step))
 
     def log(row):
+        on = "every validation token" if row["full_eval"] else f"{cfg.eval_batches} validation batches"
         bar.write(
             f"step {row['step']}: val loss {row['val_loss']:.4f}, perplexity {row['perplexity']:.2f}, "
-            f"bits/byte {row['bits_per_byte']:.4f}"
+            f"bits/byte {row['bits_per_byte']:.4f} (on {on})"
         )
 
     try:
@@ -280,7 +281,7 @@ def report_end(trainer, final, report):
     )
     print(
         f"done: final val loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, bits per byte "
-        f"{final['bits_per_byte']:.4f}\noutputs in {run_dir}: {outputs}",
+        f"{final['bits_per_byte']:.4f} (on every validation token)\noutputs in {run_dir}: {outputs}",
         file=sys.stderr,
     )
     return final

@@ -549,3 +549,15 @@ def test_resume_of_a_gpu_run_saved_before_the_draw_counts_says_in_one_line_that_
         if saved == "before the draw counts"
         else []
     )
+
+
+def test_the_console_says_which_validation_loss_is_which(corpus, tmp_path, capsys):
+    """The last step is evaluated twice (on eval_batches, then on every token): each line says which it is."""
+    status, out, err = run_main(tiny_args(corpus, tmp_path / "run", "--no-report"), capsys)
+    assert status == 0
+    lines = [line for line in (out + err).replace("\r", "\n").splitlines() if "val loss" in line]
+    rows = read_metrics(tmp_path / "run")
+    assert len(lines) >= 3 and all(line.startswith("step ") for line in lines[:-1]), lines
+    assert all(line.endswith("(on 2 validation batches)") for line in lines[:-1]), lines
+    assert lines[-1].startswith(f"done: final val loss {rows[-1]['val_loss']:.4f}")
+    assert lines[-1].endswith("(on every validation token)"), lines
