@@ -72,8 +72,8 @@ class BPETokenizer:
         _check_pretokenizer(pretokenizer)
         self._tok = tokenizer
         self.pretokenizer = pretokenizer
-        self._labels, n_bytes = self._describe_vocab()
-        self._n_bytes = np.array(n_bytes, dtype=np.int64)  # (V,) bytes each token decodes to
+        self._labels, self._raw = self._describe_vocab()
+        self._n_bytes = np.array([len(raw) for raw in self._raw], dtype=np.int64)  # (V,) bytes each token decodes to
 
     @classmethod
     def train(cls, text: str, vocab_size: int = 500, pretokenizer: str = "bytelevel") -> "BPETokenizer":
@@ -132,9 +132,19 @@ class BPETokenizer:
         return np.concatenate([np.asarray(p.ids, dtype=np.int64) for p in pieces])
 
     def decode(self, ids) -> str:
-        """The text that token ``ids`` stand for (whitespace mode: tokens joined by spaces)."""
+        """The text that token ``ids`` stand for (whitespace mode: tokens joined by spaces).
+
+        Byte-level ids may end inside a character (a sample cut after any token): those last bytes are held
+        back, not shown as "\ufffd", until the ids that complete them come. A "\ufffd" anywhere else marks
+        bytes that form no character (a model can emit byte tokens in an order UTF-8 does not allow).
+        """
         ids = self._checked_ids(ids)
-        return self._tok.decode(ids.tolist(), skip_special_tokens=False)
+        text = self._tok.decode(ids.tolist(), skip_special_tokens=False)
+        if self.pretokenizer == "bytelevel" and text.endswith("\ufffd"):
+            tail = b"".join(self._raw[i] for i in ids[-4:].tolist())  # four tokens hold at least four bytes
+            if _ends_inside_a_character(tail):
+                text = text[:-1]  # the one "\ufffd" UTF-8 decoding puts for an unfinished character
+        return text
 
     def token_strings(self, ids) -> list[str]:
         """A readable label per id, e.g. for heatmap axes: space shows as '␣', newline as '↵'."""
@@ -197,11 +207,11 @@ class BPETokenizer:
             raise ValueError(f"token id {int(ids[bad][0])} is out of range; ids must be in [0, {self.vocab_size}).")
         return ids.astype(np.int64, copy=False)
 
-    def _describe_vocab(self) -> tuple[list[str], list[int]]:
-        """For every id: a readable label and the number of bytes it decodes to."""
+    def _describe_vocab(self) -> tuple[list[str], list[bytes]]:
+        """For every id: a readable label and the bytes it decodes to."""
         id_to_token = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
         char_to_byte = byte_level_chars()
-        labels, n_bytes = [], []
+        labels, raws = [], []
         for i in range(self.vocab_size):
             token = id_to_token[i]
             if token == END_OF_TEXT:
@@ -213,8 +223,21 @@ class BPETokenizer:
                 raw = b"" if token == UNK else token.encode("utf-8")
                 text = token
             labels.append("".join(_VISIBLE.get(c, c if c.isprintable() else ascii(c)[1:-1]) for c in text))
-            n_bytes.append(len(raw))
-        return labels, n_bytes
+            raws.append(raw)
+        return labels, raws
+
+
+def _ends_inside_a_character(data: bytes) -> bool:
+    """True when `data` ends with the first bytes of a UTF-8 character whose last bytes are still to come."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # a continuation byte: look further back for the character's first byte
+            continue
+        if byte < 0xC0:  # ASCII: every character before it is complete
+            return False
+        needed = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4  # 110xxxxx, 1110xxxx, 11110xxx
+        return back < needed
+    return False
 
 
 def _check_pretokenizer(name) -> None:

@@ -34,3 +34,23 @@ def test_natural_text_gets_the_same_merges_and_ids_as_without_the_cut(corpus_fil
     plain = BPETokenizer.train(text, 400, pretokenizer)
     assert np.array_equal(capped.encode(text), plain.encode(text))
     assert capped._tok.get_vocab() == plain._tok.get_vocab()
+
+
+def test_ids_cut_inside_a_character_decode_without_a_replacement_char():
+    """A sample may stop after any byte-level token: the unfinished character is held back, not shown as U+FFFD."""
+    text = "naïve café — 東京 ok"
+    tok = BPETokenizer.train("the quick brown fox jumps over the lazy dog\n" * 50, 262)  # ASCII merges only
+    ids = tok.encode(text)
+    inside = 0
+    for k in range(len(ids) + 1):
+        decoded = tok.decode(ids[:k])
+        inside += tok._tok.decode(ids[:k].tolist()).endswith("\ufffd")  # what the library alone shows
+        assert "\ufffd" not in decoded, (k, decoded)
+        assert text.startswith(decoded), (k, decoded)  # a prefix of the text: nothing lost, nothing invented
+    assert inside >= 5 and tok.decode(ids) == text  # five cuts fell inside ï, é, —, 東 or 京
+
+
+def test_bytes_that_form_no_character_still_show_as_replacement_chars():
+    tok = BPETokenizer.train("abc é" * 50, 262)
+    lone_continuation = tok._tok.token_to_id(chr(0xA9))  # byte 0xA9 (é's second byte) alone, as byte-level shows it
+    assert tok.decode(np.concatenate([[lone_continuation], tok.encode("abc")])) == "\ufffdabc"
