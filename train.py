@@ -117,8 +117,9 @@ def checked_config(cfg):
         cfg.check()
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    if cfg.device == "cuda" and backend.gpu_problem() is not None:
-        raise UsageError(f"--device cuda: {backend.gpu_problem()}; use --device cpu")
+    problem = backend.gpu_problem() if cfg.device == "cuda" else None
+    if problem is not None:
+        raise UsageError(f"--device cuda: {problem}; use --device cpu")
     m = cfg.model
     available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else math.inf
     attention_bytes = 6 * m.n_layers * cfg.batch_size * m.n_heads * m.context_len**2 * 4  # scores, probs, grads

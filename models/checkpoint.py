@@ -102,6 +102,10 @@ def load_checkpoint(path, model):
 class NonFiniteParameter(CheckpointError):
     """A parameter holds a NaN or an infinity: such weights are never written, and never loaded."""
 
+    def __init__(self, what, detail):
+        super().__init__(f"{what}: {detail}")
+        self.detail = detail  # "parameter NAME holds non-finite values (e.g. inf)"
+
 
 def first_non_finite(arrays, what):
     """NonFiniteParameter naming the first array of `arrays` (name -> array) with a NaN or inf, if there is one."""
@@ -109,7 +113,7 @@ def first_non_finite(arrays, what):
         a = np.asarray(a) if not hasattr(a, "get") else a.get()
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             bad = a[~np.isfinite(a)].ravel()[0]
-            raise NonFiniteParameter(f"{what}: parameter {name} holds non-finite values (e.g. {bad})")
+            raise NonFiniteParameter(what, f"parameter {name} holds non-finite values (e.g. {bad})")
 
 
 def _read_old_format(base):

@@ -93,12 +93,17 @@ class ModelConfig:
         return asdict(self)
 
 
-def as_today(values):
-    """A model config dict that an older tensorlab wrote, in today's keys: `bias` (one switch for every linear
-    layer) becomes qkv_bias, proj_bias and ffn_bias; a key added since takes its default, which is what that
-    older version did."""
+def expand_bias(values):
+    """A copy of a model config dict with an older version's `bias` (one switch for every linear layer) as
+    today's qkv_bias, proj_bias and ffn_bias."""
     values = dict(values)
     if "bias" in values:
         bias = values.pop("bias")
         values.update(qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
-    return {**ModelConfig().to_dict(), **values}
+    return values
+
+
+def as_today(values):
+    """A model config dict that an older tensorlab wrote, in today's keys (expand_bias); a key added since
+    takes its default, which is what that older version did."""
+    return {**ModelConfig().to_dict(), **expand_bias(values)}

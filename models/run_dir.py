@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from models import checkpoint
-from tensorlab.serialization import TEMP_SUFFIX, remove_temporary_files
+from models.trainer import MetricsError, read_metrics
+from tensorlab.serialization import TEMP_SUFFIX, remove_temporary_files, write_atomically
 
 LOCK_NAME = ".lock"
 # what a run stopped before its first checkpoint holds; starting it again with the same --out reuses the directory
@@ -88,7 +89,7 @@ def saved_config(run_dir):
 
 
 def resume_plan(run_dir):
-    """'continue' (from checkpoints/latest) or 'restart' (the run never saved anything); else RunDirError."""
+    """'continue' (from checkpoints/latest) or 'restart' (nothing saved past step 0); else RunDirError."""
     run_dir = Path(run_dir)
     saved_config(run_dir)
     if checkpoint.exists(run_dir / "checkpoints" / "latest"):  # this format or the old one
@@ -162,8 +163,6 @@ def saved_results(run_dir):
     the untrained model, metrics' first row): a restart from step 0 writes them again, bit for bit, so
     they are not counted. Anything later is work that a restart would overwrite.
     """
-    from models.trainer import MetricsError, read_metrics
-
     run_dir = Path(run_dir)
     found = [name for name in ("report.md", "samples.txt") if (run_dir / name).exists()]
     try:
@@ -188,8 +187,6 @@ def open_for_training(run_dir, config_json, tokenizer):
 
     tokenizer.json is written every time, so a directory reused after a kill never keeps another run's.
     """
-    from tensorlab.serialization import write_atomically
-
     run_dir = Path(run_dir)
     for directory in (run_dir, run_dir / "checkpoints"):
         remove_temporary_files(directory)  # left by a run killed while writing

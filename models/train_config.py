@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from models.config import CHOICES as MODEL_CHOICES
-from models.config import ModelConfig
+from models.config import ModelConfig, expand_bias
 from models.preprocess import STEPS
 from models.prompts import read_prompts_file
 from models.tokenizer import MIN_BYTELEVEL_VOCAB, PRETOKENIZERS
@@ -235,10 +235,7 @@ def _nest_flat_model_keys(values):
     model = dict(values.get("model", {})) if isinstance(values.get("model"), dict) else {}
     for key, value in flat.items():
         model[_RENAMED.get(key, key)] = value
-    if "bias" in model:  # one switch for every linear layer's bias, as before
-        bias = model.pop("bias")
-        model.update(qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
-    return {**{k: v for k, v in values.items() if k not in flat}, "model": model}
+    return {**{k: v for k, v in values.items() if k not in flat}, "model": expand_bias(model)}
 
 
 def _kind(f):

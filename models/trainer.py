@@ -328,7 +328,7 @@ class Trainer:
             save_checkpoint(path, state)
         except NonFiniteParameter as err:
             raise NonFiniteError(
-                f"step {self.progress['step']}: {str(err).split(': ', 1)[1]}; stopped before it could touch the "
+                f"step {self.progress['step']}: {err.detail}; stopped before it could touch the "
                 f"checkpoints (latest keeps the last finite weights); try a lower --lr (now {self.cfg.lr:g})"
             ) from None
 

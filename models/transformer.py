@@ -123,12 +123,6 @@ class TinyTransformerLM(Module):
         return ids
 
 
-def too_cold(logits, temperature):
-    """True when logits / temperature overflows to infinity somewhere (then sampling is greedy)."""
-    with np.errstate(over="ignore"):
-        return temperature > 0 and not np.isfinite(logits[np.isfinite(logits)] / temperature).all()
-
-
 @contextmanager
 def inference(model):
     """Evaluation mode (no dropout) and no graph while inside; the model's previous mode comes back after."""
@@ -146,9 +140,13 @@ def sample_next(logits, temperature, top_k, rng):
 
     A temperature so small that logits / temperature overflows is sampled greedily, its limit as T -> 0.
     """
-    if temperature == 0 or too_cold(logits, temperature):
+    if temperature == 0:
         return logits.argmax(axis=-1)
-    logits = logits / temperature
+    with np.errstate(over="ignore"):
+        scaled = logits / temperature
+    if not np.isfinite(scaled[np.isfinite(logits)]).all():  # 1 / temperature overflowed: its limit, greedy
+        return logits.argmax(axis=-1)
+    logits = scaled
     if top_k is not None:
         kth_largest = np.sort(logits, axis=-1)[:, -top_k][:, None]  # (B, 1)
         logits = np.where(logits < kth_largest, -np.inf, logits)

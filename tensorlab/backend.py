@@ -69,7 +69,8 @@ def _probe_gpu():
         cupy.random.Generator(cupy.random.Philox4x3210(0)).random(2)  # cuRAND
     except Exception as err:
         return f"CuPy sees {count} GPU(s) but cannot run a kernel: {_name_the_library(err)}"
-    expected = float((np.exp(host * np.float32(0.1)) @ np.exp(host * np.float32(0.1)).T).sum())
+    y_host = np.exp(host * np.float32(0.1))
+    expected = float((y_host @ y_host.T).sum())
     if not abs(product - expected) <= 1e-4 * abs(expected):
         return f"a test kernel on the GPU gave {product}, expected {expected}: the GPU or its driver is not working"
     return None
