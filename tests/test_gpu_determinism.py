@@ -77,9 +77,9 @@ def gradients_of_one_step():
     ids = np.random.default_rng(1).integers(0, V, size=(B, T + 1))
     _, loss = model(ids[:, :-1], ids[:, 1:])
     h = tensorlab.tensor(np.linspace(-1, 1, 6 * 5).reshape(6, 5), requires_grad=True, device="cuda")
-    picked = h[np.array([2, 0, 2, 2, 5, 2]), 1:4] * tensorlab.tensor(
-        np.linspace(0.1, 9, 18).reshape(6, 3), device="cuda"
-    )
+    rows = np.array([2] * 30 + [0, 5])  # row 2 picked 30 times: its gradient is a sum of 30 terms
+    scales = 10.0 ** np.linspace(-8, 8, 32 * 3).reshape(32, 3)  # of very different sizes, so their order shows
+    picked = h[rows, 1:4] * tensorlab.tensor(scales * np.random.default_rng(2).standard_normal((32, 3)), device="cuda")
     (loss + picked.sum()).backward()
     grads = {name: p.grad.get() for name, p in model.named_parameters()}
     grads["indexed"] = h.grad.get()
@@ -101,7 +101,7 @@ def test_two_identical_steps_give_the_same_gradients_bit_for_bit(random_atomics)
 @pytest.mark.gpu
 def test_an_atomic_scatter_planted_back_makes_them_differ(random_atomics, monkeypatch):
     monkeypatch.setattr(backend, "segment_sum", atomic_segment_sum)
-    runs = [gradients_of_one_step() for _ in range(3)]
+    runs = [gradients_of_one_step() for _ in range(5)]
     for name in ("tok_emb.weight", "indexed"):  # the embedding's and the indexing's scatter
         assert any(not np.array_equal(runs[0][name], run[name]) for run in runs[1:]), name
 
