@@ -1,17 +1,27 @@
-"""The command line: `python -m tensorlab.exercises list | stub NAME [DEST] | check NAME FILE | assignment DIR`.
+"""The command line: `python -m tensorlab.exercises list | stub | check | assignment | grade`.
 
-Exit codes: 0 the check passed (or list/stub/assignment worked), 1 the check failed, 2 a usage
-error (an unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C.
+    list                                        the exercises, in order
+    stub NAME [DEST]                            copy an exercise's stub out to edit
+    check NAME FILE [--json] [--hints LEVEL]    check a file
+    assignment DIR [--wheel]                    a students' folder (and a wheel of the engine to install)
+    grade SUBMISSIONS_DIR [--out PATH]          check every student's files into a gradebook
+
+Exit codes: 0 the check passed (or list/stub/assignment/grade worked), 1 the check failed (or a
+wheel could not be built), 2 a usage error (an unknown exercise, a missing file, a stub that
+would overwrite a file), 130 Ctrl-C.
 """
 
 import argparse
+import contextlib
 import difflib
+import json
 import shutil
 import sys
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, assignment, check, engine_check
+from tensorlab.exercises import adamw_check, assignment, check, engine_check, grade
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.report import LEVELS, Report
 from tensorlab.exercises.student import StudentError
 from tensorlab.exercises.watch import Stopped
 
@@ -41,8 +51,24 @@ def main(argv=None):
         metavar="SECONDS",
         help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)",
     )
+    checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
+    _hints_option(checker)
     folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
     folder.add_argument("dir", metavar="DIR")
+    folder.add_argument("--wheel", action="store_true", help="also build a wheel of the engine into DIR to install")
+    grader = commands.add_parser("grade", help="check every student's files: one subfolder per student, NAME.py each")
+    grader.add_argument("submissions", metavar="SUBMISSIONS_DIR")
+    grader.add_argument(
+        "--out", default="gradebook", metavar="PATH", help="write PATH.csv and PATH.md (default: ./gradebook)"
+    )
+    grader.add_argument(
+        "--time-limit",
+        type=float,
+        default=TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; more than 0)",
+    )
+    _hints_option(grader)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on a usage error, 0 after --help
@@ -50,7 +76,9 @@ def main(argv=None):
     if args.command == "list":
         return _list()
     if args.command == "assignment":
-        return assignment.write(Path(args.dir), PROG)
+        return assignment.write(Path(args.dir), PROG, wheel=args.wheel)
+    if args.command == "grade":
+        return grade.grade(Path(args.submissions), Path(args.out), args.hints, args.time_limit)
     exercise = BY_NAME.get(args.name)
     if exercise is None:
         close = difflib.get_close_matches(args.name, BY_NAME, n=1)
@@ -59,7 +87,17 @@ def main(argv=None):
         return 2
     if args.command == "stub":
         return _stub(exercise, args.dest)
-    return _check(exercise, Path(args.file), args.time_limit)
+    return _check(exercise, Path(args.file), args.time_limit, args.hints, args.json)
+
+
+def _hints_option(command):
+    command.add_argument(
+        "--hints",
+        choices=LEVELS,
+        default="fix",
+        help="how much the diagnosis says: fix (default) the mistake and the right formula or code; "
+        "name the mistake only; none only which cases failed",
+    )
 
 
 def _list():
@@ -85,23 +123,32 @@ def _stub(exercise, dest):
     return 0
 
 
-def _check(exercise, path, time_limit):
+def _check(exercise, path, time_limit, hints, as_json):
     if not path.is_file():
         print(f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`.", file=sys.stderr)
         return 2
-    print(f"Exercise {exercise.name!r}: {exercise.title}")
+    report = Report(exercise, path, hints, show=None if as_json else print)
+    # with --json, stdout holds the JSON object alone: what the student's code prints goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        code = _run(exercise, path, time_limit, report)
+    if as_json:
+        print(json.dumps(report.record(code)))
+    return code
+
+
+def _run(exercise, path, time_limit, report):
+    report(f"Exercise {exercise.name!r}: {exercise.title}")
     runner = RUNNERS[exercise.kind]
     try:
-        passed = runner.check(exercise, path, time_limit=time_limit)
+        passed = runner.check(exercise, path, out=report, time_limit=time_limit)
     except Stopped as stop:
-        print(stop.line)
+        report.stopped(stop.line)
         return stop.code
     except KeyboardInterrupt:
-        print("Interrupted (Ctrl-C) before any case ran.")
+        report("Interrupted (Ctrl-C) before any case ran.")
         return 130
     except StudentError as error:
-        print("\n".join(error.lines))
-        print("FAILED: the file could not be checked.")
+        report.cannot_check(error.lines)
         return 1
     return 0 if passed else 1
 

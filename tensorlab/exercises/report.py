@@ -1,0 +1,167 @@
+"""What a check says, at a hint level, and the same as one JSON object.
+
+The checkers write their report line by line (`out`): a line per case, `case 2/3  MatMul: ...: FAILED`
+(or `ok`), the diagnosis of a failed case under it, indented, and a last line saying PASSED or
+FAILED. `Report` takes those lines, keeps them by case, and shows them at one of three levels:
+
+    fix    everything the checker says: the mistake, why, and the right formula or line of code
+    name   each diagnosis cut to the part that names the mistake (see `named`); facts stay whole
+           (which input, which elements, where the backward first goes wrong, gradcheck's table,
+           what the student's code raised)
+    none   passed or failed, case by case, and nothing about why
+
+`record` is the JSON form (`check --json`, read back by `grade`).
+"""
+
+import re
+
+LEVELS = ("none", "name", "fix")
+INDENT = "    "
+CASE_LINE = re.compile(r"^(?P<header>\S.*): (?P<result>ok|FAILED)$")
+# A clause after ': ' or '; ' gives the fix, not the name of the mistake, when it holds a formula or
+# code (an equation, a transpose, a division, a power, a call, self. or np., a code span, "instead of")
+# or starts with an imperative ("divide by ...", "use self.r"): `named` stops before it.
+FIX = re.compile(
+    r" = |[+-]=|\^T|/|\*\*|\w\(|\bself\.|\bnp\.|\binstead of\b|`[^`]*[^\w`][^`]*`"
+    r"|^(add|apply|build|check|compute|divide|keep|leave|look|make|multiply|put|return|start|subtract|sum|take"
+    r"|use|write)\b",
+    re.IGNORECASE,
+)
+WHO = re.compile(r"^'[^']+'(?: and '[^']+')*: ")  # "'q' and 'k': ", the inputs a slip explains, kept
+NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): named at `name`, left out at `none`
+FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
+SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
+
+
+def named(text):
+    """The part of a diagnosis that names the mistake, without the fix.
+
+    A diagnosis says what is wrong first, then why and how to fix it: its first clause is kept,
+    then each clause after a ': ' or '; ' up to the end of the first sentence, unless it gives the
+    fix (FIX). Brackets and code spans are read as one piece. A line saying what the student's code
+    raised is a fact, kept whole.
+    """
+    if " raised " in text:
+        return text
+    who = WHO.match(text)
+    who = who.group() if who else ""
+    clauses = _clauses(text[len(who) :])
+    kept = clauses[0][1]
+    for boundary, clause in clauses[1:]:
+        if boundary == ". " or FIX.search(clause):
+            return who + kept.rstrip(".") + "."
+        kept += boundary + clause
+    return who + kept
+
+
+def _clauses(text):
+    """[(boundary before, clause)]: text split at ': ', '; ' and '. ' outside brackets and backticks."""
+    found, depth, code, start = [("", None)], 0, False, 0
+    for i, char in enumerate(text):
+        if char == "`":
+            code = not code
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char in ":;." and text[i + 1 : i + 2] == " " and not depth and not code:
+            found[-1] = (found[-1][0], text[start:i])
+            found.append((char + " ", None))
+            start = i + 2
+    found[-1] = (found[-1][0], text[start:])
+    return found
+
+
+def detail(line, hints):
+    """A line of a failed case's diagnosis as `hints` shows it; None: not shown."""
+    if hints == "none" or (hints == "name" and line in FIX_ONLY):
+        return None
+    if hints == "name" and line and not line.startswith(INDENT):  # indented deeper: a table, the student's code
+        return named(line)
+    return line
+
+
+class Case:
+    def __init__(self, header, passed):
+        self.header, self.passed, self.lines = header, passed, []
+
+
+class Report:
+    """The lines of one check, by case; `show` prints each line at the hint level as it comes."""
+
+    def __init__(self, exercise, path, hints="fix", show=print):
+        self.exercise, self.path, self.hints, self.show = exercise, path, hints, show
+        self.cases, self.general, self.not_checked = [], [], []
+
+    def __call__(self, line):
+        """The checkers' `out`: one line of their report."""
+        case = CASE_LINE.match(line)
+        if case:
+            self.cases.append(Case(case["header"], case["result"] == "ok"))
+            self._show(line)
+        elif self.cases and (line.startswith(INDENT) or not line) and not self.cases[-1].passed:
+            self.cases[-1].lines.append(line[len(INDENT) :])
+            self._show_detail(line[len(INDENT) :])
+        else:
+            self.general.append(line)
+            if not line.startswith(NOTE) or self.hints == "fix":
+                self._show(line)
+            elif self.hints == "name":
+                self._show(named(line))
+
+    def stopped(self, line):
+        """The one line the run ended with: a case past its time limit (that case failed), or Ctrl-C."""
+        header, stopped, why = line.partition(": STOPPED: ")
+        if stopped:
+            self.cases.append(Case(header, False))
+            self.cases[-1].lines.append(f"STOPPED: {why}")
+        else:
+            self.general.append(line)
+        self._show(line)
+
+    def cannot_check(self, lines):
+        """The file could not be checked at all (a syntax error, nothing written yet): lines say why."""
+        self.not_checked = list(lines)
+        for line in lines if self.hints != "none" else lines[:1]:
+            self._show(line)
+        self._show("FAILED: the file could not be checked.")
+
+    def _show_detail(self, line):
+        line = detail(line, self.hints)
+        if line is not None:
+            self._show(INDENT + line if line else "")
+
+    def _show(self, line):
+        if self.show is not None:
+            self.show(line)
+
+    def diagnosis(self):
+        """One line for a gradebook: the first failed case and what is wrong there, at the hint level ('' passed)."""
+        if self.not_checked:
+            return " ".join(self.not_checked if self.hints != "none" else self.not_checked[:1])
+        failed = next((case for case in self.cases if not case.passed), None)
+        if failed is None:
+            return ""
+        if self.hints == "none":
+            return f"{failed.header}: failed"
+        explained = failed.lines[: failed.lines.index("")] if "" in failed.lines else failed.lines  # not the table
+        return f"{failed.header}: " + " ".join(line.strip() for line in self._detail(explained))
+
+    def record(self, code):
+        """The check as one JSON-ready dict; `code` is its exit code."""
+        seeds = [match["seed"] for line in self.general for match in [SEED.search(line)] if match]
+        return {
+            "exercise": self.exercise.name,
+            "file": str(self.path),
+            "passed": code == 0,
+            "exit_code": code,
+            "hints": self.hints,
+            "seed": int(seeds[0]) if seeds else None,
+            "diagnosis": self.diagnosis(),
+            "cases": [
+                {"case": case.header, "passed": case.passed, "lines": self._detail(case.lines)} for case in self.cases
+            ],
+        }
+
+    def _detail(self, lines):
+        return [shown for shown in (detail(line, self.hints) for line in lines) if shown is not None]

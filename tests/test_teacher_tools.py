@@ -1,0 +1,397 @@
+"""The teacher's tools: a wheel to hand out, `check --json`, `grade` into a gradebook, `--hints`.
+
+See docs/exercises.md, "For teachers". A planted mistake is a reference solution with a line
+changed, as in tests/test_exercises.py. Subprocesses run where the tools do (the wheel installed
+in a fresh virtual environment; `grade` runs each check in a process of its own).
+"""
+
+import contextlib
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tensorlab.exercises import grade, report
+from tensorlab.exercises.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "teachers" / "solutions"
+SOFTMAX_RETURN = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
+ADD_ACCUMULATES = "            self.grad += out.grad\n            other.grad += out.grad"  # Value.__add__'s backward
+DIAGONAL_ONLY = "return gy * self.y * (1 - self.y)"  # the slip softmax names "You used y(1 - y)"
+
+
+def planted(folder, name, old, new, filename=None):
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    assert old in source, f"teachers/solutions/{name}.py no longer contains {old!r}"
+    path = folder / (filename or f"{name}.py")
+    path.write_text(source.replace(old, new))
+    return path
+
+
+def run_main(*argv):
+    """Exit code, stdout and stderr of `python -m tensorlab.exercises *argv`, run in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+# ----- the wheel ----------------------------------------------------------------------------------------------------
+def test_the_students_wheel_has_no_solutions_installs_alone_and_checks_a_solution(tmp_path):
+    course = tmp_path / "course"
+    code, out, err = run_main("assignment", course, "--wheel")
+    assert code == 0, err
+    [wheel] = course.glob("tensorlab-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/ops/softmax.py" in names
+    assert not [n for n in names if n.startswith(("teachers/", "tests/", "docs/")) or "solutions" in n], names
+    readme = (course / "README.md").read_text()
+    assert f"    pip install {wheel.name}\n" in readme and "pip install -e" not in readme
+    assert f"{wheel.name} (the engine to install)" in out
+
+    # a fresh environment: NumPy from this one (no network), tensorlab only from the wheel
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    numpy_only = tmp_path / "numpy_only"
+    numpy_only.mkdir()
+    here = Path(sysconfig.get_paths()["purelib"])
+    for name in ("numpy", "numpy.libs"):
+        if (here / name).exists():
+            (numpy_only / name).symlink_to(here / name)
+    (site / "numpy_only.pth").write_text(f"{numpy_only}\n")
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index"]
+    done = subprocess.run(install + [str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    where = subprocess.run(
+        [
+            python,
+            "-c",
+            "import tensorlab, importlib.util; print(tensorlab.__file__, importlib.util.find_spec('teachers'))",
+        ],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert where.stdout.split() == [str(site / "tensorlab" / "__init__.py"), "None"], where.stdout + where.stderr
+    (course / "softmax.py").write_text((SOLUTIONS / "softmax.py").read_text())  # the student's finished file
+    checked = subprocess.run(
+        [python, "-m", "tensorlab.exercises", "check", "softmax", "softmax.py", "--json"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    record = json.loads(checked.stdout)
+    assert record["passed"] and record["exercise"] == "softmax" and all(c["passed"] for c in record["cases"])
+    planted(course, "softmax", SOFTMAX_RETURN, DIAGONAL_ONLY, "wrong.py")
+    wrong = subprocess.run(
+        [python, "-m", "tensorlab.exercises", "check", "softmax", "wrong.py"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode == 1 and "You used y(1 - y)" in wrong.stdout, wrong.stdout + wrong.stderr
+
+
+def test_without_wheel_the_readme_still_installs_a_checkout(tmp_path):
+    code, out, _ = run_main("assignment", tmp_path / "course")
+    assert code == 0 and not list((tmp_path / "course").glob("*.whl"))
+    assert "`pip install -e .` in the\ntensorlab folder" in (tmp_path / "course" / "README.md").read_text()
+
+
+# ----- check --json -------------------------------------------------------------------------------------------------
+def cases_of(plain):
+    """[(header, passed, lines under it)] from the plain run's output."""
+    cases = []
+    for line in plain.splitlines():
+        match = re.match(r"^(\S.*): (ok|FAILED)$", line)
+        if match:
+            cases.append((match[1], match[2] == "ok", []))
+        elif cases and (line.startswith("    ") or not line) and not cases[-1][1]:
+            cases[-1][2].append(line[4:])
+    return cases
+
+
+@pytest.mark.parametrize(
+    "name, old, new",
+    [
+        ("softmax", SOFTMAX_RETURN, DIAGONAL_ONLY),
+        ("matmul", "return gy @ self.b.T, self.a.T @ gy", "return gy @ self.b.T, gy.T @ self.a"),
+        ("value", ADD_ACCUMULATES, ADD_ACCUMULATES.replace("+=", "=")),
+        ("adamw", "m_hat = m / (1 - b1 ** step)", "m_hat = m"),
+        ("softmax", SOFTMAX_RETURN, SOFTMAX_RETURN),  # right: passes
+    ],
+)
+def test_json_says_what_the_plain_run_says(tmp_path, name, old, new):
+    path = planted(tmp_path, name, old, new)
+    code, plain, _ = run_main("check", name, path)
+    json_code, printed, _ = run_main("check", name, path, "--json")
+    record = json.loads(printed)  # stdout is the object alone
+    assert json_code == code == record["exit_code"] and record["passed"] is (code == 0)
+    assert set(record) == {"exercise", "file", "passed", "exit_code", "hints", "seed", "diagnosis", "cases"}
+    assert record["exercise"] == name and record["file"] == str(path) and record["hints"] == "fix"
+    assert [(c["case"], c["passed"], c["lines"]) for c in record["cases"]] == cases_of(plain)
+    assert len(record["cases"]) >= 2
+    if code == 0:
+        assert record["diagnosis"] == ""
+    else:
+        header, _, lines = next(case for case in cases_of(plain) if not case[1])
+        assert record["diagnosis"].startswith(f"{header}: {lines[0].strip()}")
+        assert "gradcheck's report" not in record["diagnosis"]  # the explanation, not the table
+
+
+def test_json_keeps_the_students_prints_off_stdout_and_reports_a_file_it_cannot_check(tmp_path):
+    path = planted(tmp_path, "exp_log", "return gy * self.y", "print('my debug line')\n        return gy * self.y")
+    code, printed, errors = run_main("check", "exp_log", path, "--json")
+    assert code == 0 and json.loads(printed)["passed"] and "my debug line" in errors
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n")
+    code, printed, _ = run_main("check", "exp_log", broken, "--json")
+    record = json.loads(printed)
+    assert code == 1 and not record["passed"] and record["cases"] == []
+    assert record["diagnosis"].startswith("broken.py, line 1: Python cannot read this file")
+    code, printed, errors = run_main("check", "exp_log", tmp_path / "missing.py", "--json")
+    assert code == 2 and printed == "" and "no such file" in errors
+
+
+def test_json_names_a_case_stopped_at_its_time_limit(tmp_path):
+    """In a subprocess, so that a broken time limit fails this test instead of hanging the suite."""
+    path = planted(tmp_path, "exp_log", "return gy * self.y", "while True:\n            pass")
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(path), "--json", "--time-limit", "0.3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    record = json.loads(done.stdout)
+    assert done.returncode == 1 and not record["passed"]
+    assert record["cases"][-1]["passed"] is False
+    assert record["cases"][-1]["lines"][0].startswith("STOPPED: it did not finish within 0.3 s")
+    assert record["diagnosis"].startswith(record["cases"][-1]["case"] + ": STOPPED: it did not finish within 0.3 s")
+
+
+def test_the_seed_a_checker_prints_reaches_the_record():
+    """The checker's line naming its seed (when it draws its inputs from one) is read into `seed`."""
+    record = report.Report(type("Exercise", (), {"name": "mul"}), "mul.py", show=None)
+    record("Inputs drawn with seed 1234 (give --seed 1234 to replay them).")
+    assert record.record(0)["seed"] == 1234
+    assert report.Report(type("Exercise", (), {"name": "mul"}), "mul.py", show=None).record(0)["seed"] is None
+
+
+# ----- --hints --------------------------------------------------------------------------------------------------------
+HINTED = [
+    # (exercise, old, new, the words that name the mistake, the words of the fix)
+    ("softmax", SOFTMAX_RETURN, "return self.y * gy", "The row-sum term is missing", "subtract the sum over the row"),
+    (
+        "embedding",
+        "np.add.at(gw, self.ids, gy)",
+        "gw[self.ids] = gy",
+        "Repeated ids overwrite",
+        "np.add.at(gw, ids, gy)",
+    ),
+    ("value", ADD_ACCUMULATES, ADD_ACCUMULATES.replace("+=", "="), "Forgetting to accumulate", "write `self.grad +="),
+    (
+        "function",
+        "unbroadcast(gy * self.b / self.y, self.b.shape)",
+        "gy * self.b / self.y",
+        "'b' was broadcast",
+        "gb.sum",
+    ),
+    ("adamw", "np.sqrt(v_hat) + eps", "np.sqrt(v_hat + eps)", "eps belongs outside the square root", "divide by"),
+    ("exp_log", "return gy / self.x", "return gy * np.log(self.x)", "You multiplied gy by log(x)", "is 1/x"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("name, old, new, mistake, fix", HINTED, ids=[h[0] for h in HINTED])
+def test_hint_levels_fix_name_none(tmp_path, name, old, new, mistake, fix):
+    path = planted(tmp_path, name, old, new)
+    outputs = {hints: run_main("check", name, path, "--hints", hints) for hints in report.LEVELS}
+    records = {
+        hints: json.loads(run_main("check", name, path, "--json", "--hints", hints)[1]) for hints in report.LEVELS
+    }
+    assert {code for code, _, _ in outputs.values()} == {1}
+    fix_out, name_out, none_out = outputs["fix"][1], outputs["name"][1], outputs["none"][1]
+    assert fix_out == run_main("check", name, path)[1]  # fix is the default: what the checker always printed
+    assert mistake in fix_out and fix in fix_out
+    assert mistake in name_out and fix not in name_out
+    assert mistake not in none_out and fix not in none_out
+    case_lines = [line for line in fix_out.splitlines() if re.match(r"^\S.*: (ok|FAILED)$", line)]
+    assert case_lines and set(case_lines) <= set(none_out.splitlines())  # every case, passed or failed
+    assert set(none_out.splitlines()) <= set(fix_out.splitlines())  # and nothing the full report does not say
+    assert mistake in records["fix"]["diagnosis"] + " ".join(sum((c["lines"] for c in records["fix"]["cases"]), []))
+    assert fix not in json.dumps(records["name"]) and mistake in json.dumps(records["name"])
+    assert mistake not in json.dumps(records["none"]) and records["none"]["diagnosis"].endswith(": failed")
+    assert all(case["lines"] == [] for case in records["none"]["cases"])
+
+
+def test_name_keeps_the_facts_and_cuts_before_the_fix():
+    facts = [
+        "input 'b' (shape (4, 4)): 12 of 16 elements are wrong.",
+        "Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
+        "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 0, 0).",
+        "MatMul.backward raised ValueError: matmul: Input operand 1 has a mismatch (size 4 is different from 2)",
+    ]
+    for line in facts:
+        assert report.named(line) == line
+    assert report.named("'q' and 'k': The 1/sqrt(D) scale is missing: S = q k^T / sqrt(D), so both carry it.") == (
+        "'q' and 'k': The 1/sqrt(D) scale is missing."
+    )
+    assert report.named("m is off: beta1 and 1 - beta1 are swapped. m = beta1 * m + (1 - beta1) * grad.") == (
+        "m is off: beta1 and 1 - beta1 are swapped."
+    )
+
+
+def test_none_says_only_the_first_line_of_why_a_file_cannot_be_checked(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n")
+    _, fix_out, _ = run_main("check", "matmul", broken)
+    code, none_out, _ = run_main("check", "matmul", broken, "--hints", "none")
+    assert code == 1 and "Fix the syntax there" in fix_out  # what to do: a hint
+    assert none_out.splitlines() == [
+        "Exercise 'matmul': y = a @ b for matrices: which factor is transposed, and where",
+        "broken.py, line 1: Python cannot read this file: invalid syntax.",
+        "FAILED: the file could not be checked.",
+    ]
+
+
+# ----- grade ----------------------------------------------------------------------------------------------------------
+def test_grade_writes_the_gradebook_of_a_class(tmp_path):
+    submissions = tmp_path / "submissions"
+    for student in ("alice", "bob", "carol"):
+        (submissions / student).mkdir(parents=True)
+    (submissions / ".git").mkdir()  # not a student
+    for name in ("softmax", "matmul"):  # alice: the reference solutions
+        (submissions / "alice" / f"{name}.py").write_text((SOLUTIONS / f"{name}.py").read_text())
+    planted(submissions / "bob", "softmax", SOFTMAX_RETURN, DIAGONAL_ONLY)  # bob: a wrong one, matmul not handed in
+    planted(submissions / "carol", "softmax", SOFTMAX_RETURN, "while True:\n            pass")  # never ends
+    (submissions / "carol" / "matmul.py").write_text("import os\n\nos._exit(3)\n")  # kills the checker's process
+    (submissions / "carol" / "notes.txt").write_text("not an exercise")
+
+    out = tmp_path / "books" / "gradebook"
+    code, printed, errors = run_main("grade", submissions, "--out", out, "--hints", "name", "--time-limit", "0.5")
+    assert code == 0, errors
+    assert printed == (
+        f"Graded 3 students on 2 exercises (matmul, softmax): 2 of 6 passed. Gradebook: {out}.csv and {out}.md.\n"
+    )
+    with open(f"{out}.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert list(rows[0]) == ["student", "exercise", "passed", "diagnosis", "seed"]
+    assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
+        ("alice", "matmul", "yes"),
+        ("alice", "softmax", "yes"),
+        ("bob", "matmul", "no"),
+        ("bob", "softmax", "no"),
+        ("carol", "matmul", "no"),
+        ("carol", "softmax", "no"),
+    ]
+    diagnoses = [r["diagnosis"] for r in rows]
+    assert diagnoses[:3] == ["", "", "not handed in: there is no matmul.py in bob/"]
+    # bob's row is what `check --json --hints name` says of his file
+    _, printed, _ = run_main("check", "softmax", submissions / "bob" / "softmax.py", "--json", "--hints", "name")
+    assert diagnoses[3] == json.loads(printed)["diagnosis"]
+    assert "You used y(1 - y)" in diagnoses[3] and "row-sum term" not in diagnoses[3]  # named, no fix
+    assert diagnoses[4] == "the check crashed (exit code 3)"
+    assert re.fullmatch(
+        r"case 1/\d+  Softmax: .*: STOPPED: it did not finish within 0\.5 s \(a loop that never ends\?\)\.",
+        diagnoses[5],
+    ), diagnoses[5]
+    assert all(r["seed"] == "" or r["seed"].isdigit() for r in rows)
+    assert [r["seed"] for r in rows if r["diagnosis"].startswith(("not handed in", "the check crashed"))] == ["", ""]
+
+    table = Path(f"{out}.md").read_text().splitlines()
+    assert table[0] == "# Gradebook (2 of 6 passed; hints: name)"
+    assert table[2] == "| student | exercise | passed | diagnosis | seed |"
+    body = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table[4:]]
+    assert body == [[r[c] for c in grade.COLUMNS] for r in rows]
+
+
+def test_grade_stops_a_check_that_outlives_its_limit(tmp_path, monkeypatch):
+    """A backward that blocks the time limit's alarm is stopped from outside, after the limit on the whole check."""
+    folder = tmp_path / "dave"
+    folder.mkdir()
+    planted(
+        folder,
+        "exp_log",
+        "return gy * self.y",
+        "import signal\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n        while True:\n            pass",
+    )
+    monkeypatch.setattr(grade, "MOST_CASES", 1)
+    monkeypatch.setattr(grade, "STARTUP", 3.0)
+    row = grade.row(folder, "exp_log", "fix", 0.5)
+    assert row == {
+        "student": "dave",
+        "exercise": "exp_log",
+        "passed": "no",
+        "diagnosis": "the check did not finish within 4 s and was stopped.",
+        "seed": "",
+    }
+
+
+def test_a_row_passes_only_when_exit_code_and_json_agree(tmp_path):
+    """A file that prints a passing record of its own and exits 0 before any check is a crash, not a pass."""
+    folder = tmp_path / "eve"
+    folder.mkdir()
+    fake = json.dumps({"passed": True, "diagnosis": ""})
+    (folder / "exp_log.py").write_text(f"import sys\nprint({fake!r})\nsys.exit(0)\n")
+    row = grade.row(folder, "exp_log", "fix", 5.0)
+    assert row["passed"] == "no" and row["diagnosis"].startswith("the check crashed (exit code 0)"), row
+
+
+def test_grade_usage_errors_exit_2(tmp_path):
+    code, _, errors = run_main("grade", tmp_path / "nowhere")
+    assert code == 2 and "no such folder" in errors
+    (tmp_path / "empty" / "alice").mkdir(parents=True)
+    code, _, errors = run_main("grade", tmp_path / "empty")
+    assert code == 2 and "nothing to grade" in errors
+    code, _, errors = run_main("grade", tmp_path / "empty", "--time-limit", "0")
+    assert code == 2 and "above 0" in errors
+
+
+# ----- the docs' commands run as printed ------------------------------------------------------------------------------
+def teachers_commands():
+    page = (ROOT / "docs" / "exercises.md").read_text()
+    section = page[page.index("## For teachers") :]
+    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_every_command_of_the_teachers_section_works_as_printed(tmp_path):
+    """From a checkout (here: a folder holding teachers/), with a submissions folder beside it."""
+    checkout = tmp_path / "tensorlab"
+    checkout.mkdir()
+    (checkout / "teachers").symlink_to(ROOT / "teachers")
+    alice = tmp_path / "submissions" / "alice"
+    alice.mkdir(parents=True)
+    (alice / "softmax.py").write_text((SOLUTIONS / "softmax.py").read_text())
+    commands = teachers_commands()
+    assert [c.split()[3] for c in commands] == ["check", "assignment", "check", "grade"]
+    for command in commands:
+        argv = command.split()
+        assert argv[:3] == ["python", "-m", "tensorlab.exercises"], command
+        done = subprocess.run([sys.executable] + argv[1:], cwd=checkout, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, command + "\n" + done.stdout[-2000:] + done.stderr[-2000:]
+    assert list((tmp_path / "course-for-students").glob("tensorlab-*.whl"))
+    with open(tmp_path / "gradebook.csv", newline="") as file:
+        assert [(r["student"], r["exercise"], r["passed"]) for r in csv.DictReader(file)] == [
+            ("alice", "softmax", "yes")
+        ]
