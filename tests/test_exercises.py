@@ -162,7 +162,7 @@ def test_a_missing_attention_scale_is_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k")
     assert "'q': The 1/sqrt(D) scale of the scores is missing" in out
     assert "Your gv is right" in out
-    assert "input 'k'" not in out.split("gradcheck's report")[0]  # only q is wrong
+    assert "input 'k'" not in out.split("Compared with the analytic gradient")[0]  # only q is wrong
 
 
 def test_a_zero_gradient_is_named(capsys, tmp_path):
@@ -237,8 +237,10 @@ def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
 
 def test_the_report_table_is_printed(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy / self.x", "return gy * self.x")
-    assert "gradcheck FAILED: the gradient of 1 of 1 inputs is wrong" in out
-    assert "analytic (yours)" in out and "numeric (expected)" in out
+    assert "Compared with the analytic gradient:" in out
+    assert "an element is wrong when |yours - reference| > 1e-12 * (|reference| + " in out
+    assert "input 'x' of shape (3, 4): 12 of 12 elements are wrong; max abs difference" in out
+    assert "yours" in out and "reference" in out
 
 
 # ----- one planted mistake per slip, written as a student would, and the words that name it -------------------
@@ -361,10 +363,13 @@ def test_every_slip_message_reads_with_the_settings_of_its_cases():
             assert "{" not in slip.says.format(**case.settings), slip.name
 
 
-def test_rms_norm_eps_slips_fail_only_where_eps_matters(capsys, tmp_path):
-    """eps inside vs outside the square root: invisible on unit rows, plain on the tiny rows and eps=0.5."""
+def test_rms_norm_eps_slips_are_seen_and_named_even_on_unit_rows(capsys, tmp_path):
+    """eps inside vs outside the square root changes a unit row's gradient by ~1e-5 of its size: under finite
+    differences' tolerance (1e-3) that passed; against the analytic gradient (1e-12) it fails, and is named."""
     out = check_planted(capsys, tmp_path, "rms_norm", RMS_GX, RECOMPUTED_R.format(r="1 / (np.sqrt(ms) + self.eps)"))
-    assert "case 1/4  RMSNorm: x (3, 5), weight (5,), eps=1e-05: ok" in out
+    case_1 = out.split("case 1/4  RMSNorm: x (3, 5), weight (5,), eps=1e-05: FAILED")[1].split("case 2/4")[0]
+    assert "Your normaliser has eps outside the square root" in case_1, out
+    assert "finite differences" not in case_1, out
     assert "case 3/4  RMSNorm: x (3, 6), weight (6,), eps=1e-05: FAILED" in out
     assert "case 4/4  RMSNorm: x (2, 4), weight (4,), eps=0.5: FAILED" in out
 

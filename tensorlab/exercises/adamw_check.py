@@ -1,6 +1,7 @@
 """Checking a student's AdamW step against tensorlab.optim.AdamW, and naming the slip.
 
-Not a gradient check, but the same kind of report. Each case runs three steps from m = v = 0
+Not a gradient check, but the same kind of report. Each case runs three steps from m = v = 0,
+from a parameter and gradients drawn fresh on each run (a printed seed; --seed replays it),
 with its own settings (the second has large lr, weight decay and eps and unusual betas, so
 that every slip changes the numbers). At every step the student's function gets the right
 state from before the step, so the first step that goes wrong is diagnosed on its own:
@@ -10,6 +11,7 @@ numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 
 import numpy as np
 
+from tensorlab.exercises.check import new_seed
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
 from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.optim import AdamW
@@ -51,12 +53,16 @@ SLIPS = {
 }
 
 
-def check(exercise, path, out=print, time_limit=None):
-    """Check the student's adamw_step in every case; True when all pass."""
+def check(exercise, path, out=print, time_limit=None, seed=None):
+    """Check the student's adamw_step in every case; True when all pass.
+
+    `seed` (default: a fresh one, printed) draws the cases' parameters and gradients.
+    """
+    seed = new_seed() if seed is None else seed
     step_fn = find(load(path, time_limit), "adamw_step", path, kind="function")
     out(
-        f"Checking {path} against {len(CASES)} cases of {STEPS} steps each: your adamw_step vs "
-        f"tensorlab.optim.AdamW (float64)."
+        f"Checking {path} against {len(CASES)} cases of {STEPS} steps each, drawn with seed {seed} (--seed {seed} "
+        f"draws them again): your adamw_step vs tensorlab.optim.AdamW (float64)."
     )
     not_written = []
 
@@ -64,7 +70,7 @@ def check(exercise, path, out=print, time_limit=None):
         if not_written:
             return ["(adamw_step is not written yet, see above)"]
         try:
-            return _check_case(step_fn, settings, np.random.default_rng(number), path)
+            return _check_case(step_fn, settings, np.random.default_rng([seed, number]), path)
         except NotWritten as error:
             not_written.append(True)
             return error.lines

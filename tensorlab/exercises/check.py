@@ -1,48 +1,73 @@
-"""Checking a student's backward: run it by hand first, then through gradcheck, then explain.
+"""Checking a student's backward against the analytic gradient, then explaining what is wrong.
 
-For every case of an exercise:
+A check run draws its inputs from one seed, printed in its first line (`--seed N` replays
+them): every case's random values and the gy it hands backward are fresh on each run, beside
+the edge cases the catalog builds in (zeros, scores near 1,000, repeated ids, size-1 axes), so
+gradients saved from an earlier run do not fit. For every case:
 1. forward on the case's inputs, compared with the reference forward (the forward is given;
    an edited one is reported before any gradient is judged);
-2. backward on a random gy, called directly: an exception, None, a Tensor, a wrong shape or
-   dtype, or a gy changed in place is explained here, in the student's terms, before the
-   engine would reject it (or, for gy changed in place, silently corrupt other gradients);
-3. the same backward with 2 * gy: an answer that does not double ignores gy;
-4. tensorlab.gradcheck (float64, central differences, random upstream gradient), and for a
-   failed input: the exercise's own slips (slips.py, each reproduced and compared), then the
-   general ones `diagnose` recognises, and when none fits, the first stage of the backward that
-   goes wrong (the student's variables against the reference's stages, stages.py); then
-   gradcheck's own table.
-The backward runs watched (watch.py): calling tensorlab's ops or autograd is refused, and its
-local variables are kept for the stage comparison. A case has a time limit (run_cases).
+2. backward on gy, called directly and watched (watch.py): an exception, None, a Tensor, a
+   wrong shape or dtype, a gy changed in place, a call into the engine or another autograd (or
+   into a copy of the engine's code), or forward run again and again (finite differences) is
+   explained here, in the student's terms;
+3. the gradients compared, element by element, with the analytic reference in float64 (the
+   engine's autograd through the exercise's reference graph, stages.py): an element is right
+   when |yours - reference| <= RTOL * (|reference| + the largest |reference| of the case).
+   A derived formula agrees to about 1e-15; central differences in float64 reach 1e-11 to
+   1e-9 on these ops, so they fail, and an answer that is right only to that accuracy is named
+   as finite differences (diagnose.py);
+4. for a wrong input: the exercise's own slips (slips.py, each reproduced and compared), the
+   general ones `diagnose` recognises, and the stage comparison (the student's variables
+   against the reference's stages: which step first goes wrong); then the comparison's table;
+5. the same backward with 2 * gy, for a wrong answer: one that does not double ignores gy;
+6. for a right answer, the op run once through the engine (Function.__call__, Tensor.backward),
+   which must give the same gradients.
+The backward's local variables are kept for the stage comparison. A case has a time limit (run_cases).
 """
+
+import secrets
 
 import numpy as np
 
 from tensorlab.exercises import diagnose, slips, stages
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
 from tensorlab.exercises.watch import engine_use_line, run_cases, watch
-from tensorlab.gradcheck import gradcheck
+from tensorlab.gradcheck import InputReport
 from tensorlab.tensor import Tensor
 
 INDENT = "    "
+RTOL = 1e-12  # see 3. above: ~1e-15 reached by formulas, 1e-11 at best by central differences
+MATCH = 1e-8  # a slip's or a stage's numbers match the student's within this (relative to the case's scale)
 BROADCAST_HINT = (
     "Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
     "lost the reduced axis and no longer fits beside the array it came from."
 )
 
 
-def check(exercise, path, out=print, time_limit=None):
-    """Check every case of a gradient exercise against the file at `path`; True when all pass."""
+def new_seed():
+    """A seed for one check run: six digits, easy to type back after --seed."""
+    return secrets.randbelow(1_000_000)
+
+
+def check(exercise, path, out=print, time_limit=None, seed=None):
+    """Check every case of a gradient exercise against the file at `path`; True when all pass.
+
+    `seed` (default: a fresh one, printed) draws the cases' inputs and gy.
+    """
+    seed = new_seed() if seed is None else seed
     module = load(path, time_limit)
     classes = {case.cls: find(module, case.cls, path) for case in exercise.cases}
-    out(f"Checking {path} against {len(exercise.cases)} cases: your backward vs finite differences (float64).")
+    out(
+        f"Checking {path} against {len(exercise.cases)} cases drawn with seed {seed} (--seed {seed} draws them "
+        f"again): your backward vs the analytic gradient (float64, to {RTOL:g} relative)."
+    )
     not_written, passed_cases = set(), []
 
-    def run(number, case, inputs):
+    def run(number, case, inputs, gy):
         if case.cls in not_written:
             return [f"({case.cls} is not finished yet, see above)"]
         try:
-            lines = _check_case(exercise, case, classes[case.cls], inputs, path)
+            lines = _check_case(exercise, case, classes[case.cls], inputs, gy, path)
         except NotWritten as error:
             not_written.add(case.cls)
             lines = error.lines
@@ -55,11 +80,13 @@ def check(exercise, path, out=print, time_limit=None):
     total = len(exercise.cases)
     runs = []
     for number, case in enumerate(exercise.cases, 1):
-        inputs = case.make(np.random.default_rng(number))
+        rng = np.random.default_rng([seed, number])
+        inputs = case.make(rng)
+        gy = np.asarray(rng.standard_normal(np.shape(case.reference(*inputs, **case.settings))))  # 0-d stays an array
         runs.append(
             (
                 f"case {number}/{total}  {case.describe(inputs)}",
-                lambda number=number, case=case, inputs=inputs: run(number, case, inputs),
+                lambda number=number, case=case, inputs=inputs, gy=gy: run(number, case, inputs, gy),
             )
         )
     failed = run_cases(runs, time_limit, out)
@@ -72,44 +99,34 @@ def check(exercise, path, out=print, time_limit=None):
             f"after each fix."
         )
     else:
-        out(f"PASSED: your backward agrees with finite differences in all {total} cases.")
+        out(f"PASSED: your backward agrees with the analytic gradient in all {total} cases.")
     return not failed
 
 
-def _check_case(exercise, case, cls, inputs, path):
+def _check_case(exercise, case, cls, inputs, gy, path):
     """Lines explaining what is wrong in this case; [] when it passes."""
-    y, grads, gy, local_arrays = _forward_and_backward(case, cls, inputs, path, scale=1.0)
+    names = case.names
+    y, grads, local_arrays = _forward_and_backward(case, cls, inputs, path, gy)
+    reference = stages.reference(case.graph, names, inputs, case.settings, gy)
     problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
     if problems:
         if fixes is not None:
-            problems += _try_fixes(cls, case, inputs, fixes)
+            problems += _try_fixes(case, inputs, grads, fixes, reference)
         return problems
 
-    names = case.names
-    tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
-    try:
-        report = gradcheck(lambda *ts: cls(**case.settings)(*ts), tensors, names=list(names), raise_on_failure=False)
-    except Exception as error:  # noqa: BLE001 (the engine's complaint, said to the student)
-        return [
-            f"Running your op through the engine failed: {type(error).__name__}: {error}",
-            "Your backward returned arrays of the right shapes when called directly, so check that it "
-            "does the same every time (no state kept between calls).",
-        ]
-    if report.passed:
-        return []
+    reports, scale = _compare(case, inputs, _as_tuple(grads), reference)
+    if all(r.passed for r in reports.values()):
+        return _through_engine(case, cls, inputs, gy, reference)
 
-    checked = [name for name, x in zip(names, inputs) if x.dtype.kind == "f"]
-    reports = dict(zip(checked, report.inputs))
     context = diagnose.Context(
-        {n: x.shape for n, x in zip(names, inputs)}, np.shape(y), reports, report.atol, report.rtol
+        {n: x.shape for n, x in zip(names, inputs)}, np.shape(y), reports, atol=MATCH * scale, rtol=MATCH, scale=scale
     )
-    ignores_gy = _ignores_gy(case, cls, inputs, path, grads)
+    ignores_gy = _ignores_gy(case, cls, inputs, path, gy, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []
     wrong = [name for name, r in reports.items() if not r.passed]
-    reference = stages.reference(case.graph, names, inputs, case.settings, gy) if case.graph else None
     student = dict(zip(names, _as_tuple(grads)))
     named = {}
-    if reference is not None and not ignores_gy:
+    if not ignores_gy:
         for slip, explains in slips.recognise(case.cls, reference, student, wrong, context.close):
             lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
             named.update(dict.fromkeys(explains, slip.name))
@@ -119,19 +136,83 @@ def _check_case(exercise, case, cls, inputs, path):
         named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
     said = set()
     for name in wrong:
-        fallback = _stage_lines(reference, local_arrays, name, context) if reference is not None else []
-        fallback = [line for line in fallback if line not in said]  # a shared stage is named once
-        said.update(fallback)
+        steps, advice = _stage_lines(reference, local_arrays, name, context)
+        steps = [line for line in steps if line not in said]  # a shared stage is named once
+        said.update(steps)
         lines += diagnose.explain(
-            name, reports[name], context, detailed=not ignores_gy and name not in named, fallback=fallback
+            name, reports[name], context, detailed=not ignores_gy and name not in named, steps=steps, advice=advice
         )
         if exercise.hint:
             lines += exercise.hint(inputs, name, reports[name], context)
-    return lines + ["", "gradcheck's report:"] + [INDENT + line for line in str(report).splitlines()]
+    return lines + ["", "Compared with the analytic gradient:"] + [INDENT + line for line in _table(reports, scale)]
+
+
+def _compare(case, inputs, grads, reference):
+    """({name: InputReport}, scale) for the inputs that take a gradient: the student's gradient against the reference.
+
+    scale is the largest |reference| element of the case, so that a gradient that is zero up to
+    rounding (attention's gq where the weights are saturated) is not judged by its own rounding.
+    """
+    checked = [(name, g) for name, x, g in zip(case.names, inputs, grads) if x.dtype.kind == "f"]
+    scale = max(float(np.abs(reference.grad[name]).max(initial=0.0)) for name, _ in checked) or 1.0
+    reports = {
+        name: InputReport(repr(name), np.asarray(g, dtype=np.float64), reference.grad[name], RTOL * scale, RTOL)
+        for name, g in checked
+    }
+    return reports, scale
+
+
+def _table(reports, scale):
+    """The comparison's lines: the rule, then each input's verdict and its worst elements."""
+    lines = [
+        f"(float64; an element is wrong when |yours - reference| > {RTOL:g} * (|reference| + {scale:.3g}), "
+        f"{scale:.3g} being the largest reference gradient in this case)"
+    ]
+    for report in reports.values():
+        shape = tuple(report.analytic.shape)
+        if report.passed:
+            lines.append(f"input {report.name} of shape {shape}: ok (max abs difference {report.max_abs_error:.1e})")
+            continue
+        lines.append(
+            f"input {report.name} of shape {shape}: {int(report.wrong.sum())} of {report.wrong.size} elements "
+            f"are wrong; max abs difference {report.max_abs_error:.3g}"
+        )
+        lines.append(f"    {'element':<16}{'yours':>20}{'reference':>22}{'difference':>14}")
+        for index, a, r in report.worst:
+            lines.append(f"    {str(index):<16}{a:>20.8g}{r:>22.8g}{a - r:>14.3g}")
+    return lines
+
+
+def _through_engine(case, cls, inputs, gy, reference):
+    """[] when the op, run through the engine once, gives the right gradients too; else lines saying why not."""
+    tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
+    try:
+        cls(**case.settings)(*tensors).backward(gy.copy())
+    except Exception as error:  # noqa: BLE001 (the engine's complaint, said to the student)
+        return [
+            f"Running your op through the engine failed: {type(error).__name__}: {error}",
+            "Your backward returned arrays of the right shapes when called directly, so check that it "
+            "does the same every time (no state kept between calls).",
+        ]
+    grads = [np.zeros(t.shape) if t.grad is None else t.grad for t in tensors]
+    reports, _ = _compare(case, inputs, grads, reference)
+    wrong = [name for name, r in reports.items() if not r.passed]
+    if not wrong:
+        return []
+    return [
+        f"Called directly your backward is right, but run through the engine (a second forward and backward) "
+        f"it gives other gradients for {', '.join(repr(n) for n in wrong)}: it keeps or changes state between "
+        f"calls (a global, a class attribute, something forward saved and backward edits in place)."
+    ]
 
 
 def _stage_lines(reference, local_arrays, name, ctx):
-    """Which stage of the backward first goes wrong: the student's variables against the reference's stages."""
+    """(steps, advice): which stage of the backward first goes wrong, from the student's variables.
+
+    steps: where the student's variables stop matching the reference's stages, when some
+    variable holds a stage (said whenever it can be, beside any other diagnosis); advice: how
+    to get that comparison (said only when nothing else names the slip).
+    """
     right = []
     for stage in reference.stages + [name]:
         expected = reference.grad[stage]
@@ -139,29 +220,31 @@ def _stage_lines(reference, local_arrays, name, ctx):
         if holders:
             right.append((stage, holders[0]))
             continue
-        if not right and not local_arrays:
-            return [
+        candidate = _variable_for(stage, expected.shape, local_arrays) if stage != name else None
+        if not right and not candidate:
+            if local_arrays or not reference.stages:
+                return [], []  # nothing to localise: the first step is already off
+            return [], [
                 "Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
                 "them one by one with the reference's and says which step first goes wrong."
             ]
-        if not right:
-            return []  # nothing to localise: the first step is already off
         done = ", ".join(f"g{s} (your `{var}`)" for s, var in right)
-        head = f"Step by step against the reference: {done} right; "
+        head = "Step by step against the reference: " + (f"{done} right; " if right else "")
         if stage == name:
-            return [head + f"the slip is in the last step, from `{right[-1][1]}` to your gradient for '{name}'."]
-        candidate = _variable_for(stage, expected.shape, local_arrays)
+            return [head + f"the slip is in the last step, from `{right[-1][1]}` to your gradient for '{name}'."], []
         if candidate:
-            off = ~np.isclose(np.asarray(local_arrays[candidate]), expected, rtol=ctx.rtol, atol=ctx.atol)
+            off = np.abs(np.asarray(local_arrays[candidate]) - expected) > ctx.atol + ctx.rtol * np.abs(expected)
+            off |= ~np.isfinite(np.asarray(local_arrays[candidate], dtype=np.float64))
             return [
                 head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
-                f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}."
-            ]
+                f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}"
+                f"{diagnose.band(off)}."
+            ], []
         return [
             head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
             f"{expected.shape}): the slip comes after `{right[-1][1]}`."
-        ]
-    return []
+        ], []
+    return [], []
 
 
 def _variable_for(stage, shape, local_arrays):
@@ -173,15 +256,14 @@ def _variable_for(stage, shape, local_arrays):
     return None
 
 
-def _forward_and_backward(case, cls, inputs, path, scale):
-    """Run the student's forward (checked against the reference) and backward on scale * gy.
+def _forward_and_backward(case, cls, inputs, path, gy):
+    """Run the student's forward (checked against the reference) and backward on gy.
 
-    Returns (y, grads, gy, the backward's local arrays).
+    Returns (y, grads, the backward's local arrays).
     """
     y, op = _student_forward(case, cls, inputs, path)
-    gy = np.asarray(scale * np.random.default_rng(1000).standard_normal(np.shape(y)))  # 0-d stays an array
     grads, local_arrays = _student_backward(case, cls, inputs, path, gy, op=op, keep_locals=True)
-    return y, grads, gy, local_arrays
+    return y, grads, local_arrays
 
 
 def _student_forward(case, cls, inputs, path):
@@ -222,6 +304,13 @@ def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
     used = engine_use_line(f"{name}.backward", watched.engine_calls)
     if used:
         raise StudentError(used)
+    forwards = watched.calls(type(op).forward)
+    if forwards > 1:
+        raise StudentError(
+            f"{name}.backward runs forward {forwards} times: evaluating the op again at nudged inputs is finite "
+            f"differences, an estimate of the gradient, not its formula. Derive the gradient and write it with "
+            f"NumPy on gy and what forward saved."
+        )
     if not np.array_equal(given, gy):
         raise StudentError(
             f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
@@ -283,23 +372,23 @@ def _grad_problems(exercise, case, inputs, output_shape, grads):
     return lines, (fixes if fixable else None)
 
 
-def _try_fixes(cls, case, inputs, fixes):
-    """Run gradcheck with the repairs applied, and say whether they are all that is missing."""
-
-    class Fixed(cls):
-        def backward(self, *gys):
-            grads = super().backward(*gys)
-            grads = list(grads) if isinstance(grads, tuple) else [grads]
-            for i, fix in fixes.items():
-                grads[i] = fix(grads[i])
-            return tuple(grads)
-
-    tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
+def _try_fixes(case, inputs, grads, fixes, reference):
+    """Say whether the repairs of the shapes (sum over the broadcast axes, undo a transpose) are all that is missing."""
+    fixed = list(_as_tuple(grads)) + [None] * (len(inputs) - len(_as_tuple(grads)))
     try:
-        report = gradcheck(lambda *ts: Fixed(**case.settings)(*ts), tensors, raise_on_failure=False)
+        for i, fix in fixes.items():
+            fixed[i] = fix(np.asarray(fixed[i]))
+        right = all(
+            np.shape(g) == x.shape and r.passed
+            for g, x, r in zip(
+                [g for g, x in zip(fixed, inputs) if x.dtype.kind == "f"],
+                [x for x in inputs if x.dtype.kind == "f"],
+                _compare(case, inputs, fixed, reference)[0].values(),
+            )
+        )
     except Exception:  # noqa: BLE001 (the repair is only a suggestion)
         return []
-    if report.passed:
+    if right:
         return ["Changed that way, your gradient passes this case."]
     return [
         "That alone is not enough: after the change some values are still wrong. Fix the shape, then "
@@ -307,10 +396,10 @@ def _try_fixes(cls, case, inputs, fixes):
     ]
 
 
-def _ignores_gy(case, cls, inputs, path, grads):
+def _ignores_gy(case, cls, inputs, path, gy, grads):
     """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
     try:
-        _, doubled, _, _ = _forward_and_backward(case, cls, inputs, path, scale=2.0)
+        _, doubled, _ = _forward_and_backward(case, cls, inputs, path, 2 * gy)
     except StudentError:
         return False
     pairs = [

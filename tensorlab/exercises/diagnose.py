@@ -1,18 +1,22 @@
 """Turning a wrong gradient into hints a student can act on.
 
 Two kinds of wrong reach us. A gradient of the wrong shape, type or dtype is caught before
-the engine sees it (`shape_problem`, `dtype_problem`, `type_problem`), with the fix when one
-is plain (sum over the broadcast axes; undo a transpose). A gradient of the right shape with
-wrong values comes from gradcheck: `explain` compares the student's analytic gradient A with
-the numeric one N and names the slips it recognises:
+its values are judged (`shape_problem`, `dtype_problem`, `type_problem`), with the fix when
+one is plain (sum over the broadcast axes; undo a transpose). A gradient of the right shape
+with wrong values: `explain` compares the student's gradient A with the analytic reference R
+(a report's `analytic` and `numeric`) and names the slips it recognises:
 
+    A = R to 1e-11 .. 1e-6 only    finite differences (or float32 arithmetic): close, never exact
     A = 0 everywhere               a placeholder left in, or a factor that is zero
-    A = -N                         the sign of the derivative
+    A = -R                         the sign of the derivative
     A = the right gradient of another input    gradients swapped
-    A^T = N (last two axes)        a transposed product, hidden by a square shape
-    A = c N                        a constant factor; named when c or 1/c is an axis length
+    A^T = R (last two axes)        a transposed product, hidden by a square shape
+    A = c R                        a constant factor; named when c or 1/c is an axis length
                                    (a missing or extra 1/n) or its square root (a 1/sqrt(D))
     only some elements wrong       which ones, and whether they fill whole rows or columns
+Where the backward's own variables hold its steps, the first step that goes wrong is named
+too (check.py); `band` says when the wrong elements of a (T, T) step lie on one diagonal
+(a mask that drops the diagonal, or lets in the next position).
 """
 
 import math
@@ -38,26 +42,33 @@ IGNORES_GY = (
 )
 
 
-class Context:
-    """What the diagnosis knows about one case: every input's shape, the output's shape, the reports."""
+APPROXIMATE = 1e-6  # right to this (relative to the case's scale) but not exactly: finite differences or float32
 
-    def __init__(self, shapes, output_shape, reports, atol, rtol):
+
+class Context:
+    """What the diagnosis knows about one case: every input's shape, the output's shape, the reports.
+
+    atol and rtol say when two gradients match (a slip reproduced, a stage found); scale is the
+    largest reference gradient of the case.
+    """
+
+    def __init__(self, shapes, output_shape, reports, atol, rtol, scale=1.0):
         self.shapes = {name: tuple(shape) for name, shape in shapes.items()}  # every forward argument
         self.output_shape = tuple(output_shape)
         self.reports = reports  # name -> InputReport, for the inputs that take a gradient
-        self.atol, self.rtol = atol, rtol
+        self.atol, self.rtol, self.scale = atol, rtol, scale
 
     def close(self, a, b):
-        """a matches b under gradcheck's own rule: |a - b| <= atol + rtol * |b| everywhere."""
+        """a matches b: |a - b| <= atol + rtol * |b| everywhere."""
         return a.shape == b.shape and bool(np.all(np.abs(a - b) <= self.atol + self.rtol * np.abs(b)))
 
 
 # ----- wrong values: what gradcheck found --------------------------------------------------------------
-def explain(name, report, ctx, detailed=True, fallback=None):
+def explain(name, report, ctx, detailed=True, steps=(), advice=()):
     """Lines for one failed input: how many elements are wrong, then the slip it looks like.
 
-    When no slip fits, `fallback` lines (where the backward first goes wrong, when the checker
-    could tell) follow the general advice.
+    `steps` (where the backward first goes wrong, when the student's variables show it) follow
+    whatever else is said; `advice` follows the general advice when no slip fits.
     """
     a, n, wrong = report.analytic, report.numeric, report.wrong
     count, total = int(wrong.sum()), wrong.size
@@ -65,10 +76,50 @@ def explain(name, report, ctx, detailed=True, fallback=None):
     lines = [f"input '{name}' (shape {tuple(a.shape)}): {what}."]
     if not detailed:
         return lines
-    hints = _whole_array_slip(name, a, n, report, ctx)
+    hints = _approximate(name, a, n, ctx) or _whole_array_slip(name, a, n, report, ctx)
     if not hints and count < total:
         hints = _some_elements(name, a, n, wrong, ctx)
-    return lines + (hints or [FALLBACK] + (fallback or []))
+    if not hints and not steps:
+        hints = [FALLBACK, *advice]
+    elif not hints:
+        hints = ["None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs)."]
+    return lines + hints + list(steps)
+
+
+def _approximate(name, a, n, ctx):
+    """The finite-difference line, when a is close to n everywhere but not exact."""
+    if not np.all(np.isfinite(a)):
+        return []
+    off = float(np.abs(a - n).max()) / ctx.scale
+    if off > APPROXIMATE:
+        return []
+    return [
+        f"Your gradient for '{name}' is close to the right one everywhere, but only to about {off:.0e} of its "
+        f"size, where a derived formula in float64 agrees to about 1e-15. This looks like finite differences "
+        f"(the op run again at nudged inputs), or arithmetic in float32 somewhere: write the derivative itself, "
+        f"in float64."
+    ]
+
+
+def band(off):
+    """': exactly on the diagonal ...' when the True elements of a (..., T, T) array lie on one diagonal, else ''."""
+    if off.ndim < 2 or off.shape[-1] != off.shape[-2] or not off.any():
+        return ""
+    where = np.argwhere(off)
+    k = set((where[:, -1] - where[:, -2]).tolist())  # key j minus query i
+    if k == {0}:
+        return (
+            ": exactly on the diagonal, where the key is the query's own position. Each position attends to itself: "
+            "a mask in your backward drops the diagonal (np.tril(..., k=-1), or j < i where j <= i belongs)"
+        )
+    if k == {1}:
+        return (
+            ": exactly one above the diagonal, the key right after the query. Your mask is off by one: it lets each "
+            "position see the next one (np.tril(..., k=1), or j <= i + 1 where j <= i belongs)"
+        )
+    if min(k) > 0:
+        return ": only above the diagonal, at keys after the query, which the causal mask hides"
+    return ""
 
 
 def _whole_array_slip(name, a, n, report, ctx):

@@ -18,6 +18,7 @@ from itertools import combinations
 
 import numpy as np
 
+from tensorlab.exercises.check import new_seed
 from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load, raising_function
 from tensorlab.exercises.watch import engine_use_line, run_cases, watch
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
@@ -28,19 +29,26 @@ RECURSION = (
 )
 
 
-def check(exercise, path, out=print, time_limit=None):
-    """Run the probes of an engine-track exercise on the file at `path`; True when all pass."""
+def check(exercise, path, out=print, time_limit=None, seed=None):
+    """Run the probes of an engine-track exercise on the file at `path`; True when all pass.
+
+    `seed` (default: a fresh one, printed) draws the probes' numbers (a Value's inputs, a gradient to unbroadcast).
+    """
+    seed = new_seed() if seed is None else seed
     module = load(path, time_limit)
     target = find(module, *TARGETS[exercise.name], path)
     probes = PROBES[exercise.name]
-    out(f"Checking {path} with {len(probes)} probes.")
+    out(
+        f"Checking {path} with {len(probes)} probes, their numbers drawn with seed {seed} (--seed {seed} draws "
+        f"them again)."
+    )
     results, not_written = {}, []
 
-    def run(title, probe):
+    def run(number, title, probe):
         if not_written:
             return ["(not written yet, see above)"]
         try:
-            lines = probe(target, path, results)
+            lines = probe(target, path, results, np.random.default_rng([seed, number]))
         except NotWritten as error:
             not_written.append(True)
             lines = error.lines
@@ -50,7 +58,7 @@ def check(exercise, path, out=print, time_limit=None):
         return lines
 
     runs = [
-        (f"probe {number}/{len(probes)}  {title}", lambda title=title, probe=probe: run(title, probe))
+        (f"probe {number}/{len(probes)}  {title}", lambda n=number, title=title, probe=probe: run(n, title, probe))
         for number, (title, probe) in enumerate(probes, 1)
     ]
     failed = run_cases(runs, time_limit, out)
@@ -143,8 +151,9 @@ def _shared(a, b):
     return (x * y + y.exp()) * x
 
 
-def _value_probe(title, expression, values, meaning):
-    def probe(Value, path, results):
+def _value_probe(title, expression, start, meaning):
+    def probe(Value, path, results, rng):
+        values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
         xs = [Value(v) for v in values]
         loss = _call(f"building {title}", path, lambda: expression(*xs))
         expected = expression(*[_Float(v) for v in values]).data
@@ -256,7 +265,7 @@ def _reachable(root):
 
 
 def _topo_probe(title, make):
-    def probe(topological_order, path, results):
+    def probe(topological_order, path, results, rng):
         root = make()
         with watch(topological_order.__code__) as watched:
             order = _call("topological_order", path, lambda: topological_order(root))
@@ -313,8 +322,8 @@ UNBROADCAST_SHAPES = [
 
 
 def _unbroadcast_probe(grad_shape, shape):
-    def probe(unbroadcast, path, results):
-        grad = np.random.default_rng(len(grad_shape) * 10 + len(shape)).standard_normal(grad_shape)
+    def probe(unbroadcast, path, results, rng):
+        grad = rng.standard_normal(grad_shape)
         with watch(unbroadcast.__code__) as watched:
             got = _call("unbroadcast", path, lambda: unbroadcast(grad.copy(), shape))
         used = engine_use_line("unbroadcast", watched.engine_calls)

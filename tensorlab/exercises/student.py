@@ -24,6 +24,7 @@ def load(path, time_limit=None):
 
     The source is compiled and executed directly rather than imported, so no stale bytecode
     from an edit made within the same second can run, and no __pycache__ appears beside it.
+    What it compiles is registered with the watch as the student's own code (watch.py).
     """
     path = Path(path)
     try:
@@ -44,6 +45,7 @@ def load(path, time_limit=None):
                 lines.append("    " + " " * max(error.offset - 1 - indent, 0) + "^")
         lines.append("Fix the syntax there (a missing bracket, colon or indentation is typical) and check again.")
         raise StudentError(*lines) from None
+    watch.register_student_code(code)
     try:
         with watch.time_limit(time_limit):
             exec(code, module.__dict__)

@@ -1,0 +1,290 @@
+"""The shortcuts a student could take to a passing check, each planted and refused (issue 22).
+
+Each planted file is first shown to compute the right gradient (so that the refusal is the
+checker seeing the shortcut, not a wrong answer), then checked: the check fails and its
+diagnosis names the shortcut. The check draws fresh inputs from a seed on every run; these
+tests let it draw, and each failure message prints the seed that replays it.
+"""
+
+import importlib.util
+import io
+import pickle
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tensorlab.exercises import BY_NAME, adamw_check, check, engine_check, watch
+from tensorlab.exercises.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "teachers" / "solutions"
+SOFTMAX_FORWARD = """
+class Softmax(Function):
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        e = np.exp(x - x.max(axis=self.axis, keepdims=True))
+        self.y = e / e.sum(axis=self.axis, keepdims=True)
+        return self.y
+"""
+
+
+def write(tmp_path, name, source):
+    path = tmp_path / f"my_{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
+
+
+def checked(name, path, seed=None):
+    """(passed, everything the check printed) for the file at `path`, its inputs drawn from `seed` (None: fresh)."""
+    printed = io.StringIO()
+    exercise = BY_NAME[name]
+    passed = RUNNERS[exercise.kind].check(exercise, path, out=lambda line: print(line, file=printed), seed=seed)
+    return passed, printed.getvalue()
+
+
+def softmax_gradient_of(path):
+    """The gradient the Softmax of the file at `path` returns on one input, and the right one."""
+    spec = importlib.util.spec_from_file_location("planted", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(0)
+    x, gy = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    op = module.Softmax(axis=-1)
+    y = op.forward(x)
+    return op.backward(gy), y * (gy - (gy * y).sum(axis=-1, keepdims=True))
+
+
+# ----- another library's C functions ------------------------------------------------------------------------------
+def test_a_softmax_backward_through_torchs_c_builtin_is_refused(tmp_path):
+    """torch imported at the top of the file, and only C functions called in backward: no Python frame of torch runs."""
+    path = write(
+        tmp_path,
+        "softmax",
+        "import numpy as np\nimport torch\n\nfrom tensorlab.tensor import Function\n"
+        + SOFTMAX_FORWARD
+        + """
+    def backward(self, gy):
+        y = torch.from_numpy(self.y)
+        return torch._softmax_backward_data(torch.from_numpy(gy), y, self.axis, y.dtype).numpy()
+""",
+    )
+    mine, right = softmax_gradient_of(path)
+    assert np.allclose(mine, right, rtol=1e-14, atol=1e-15)  # the shortcut is right: only the watch can refuse it
+    passed, out = checked("softmax", path)
+    assert not passed
+    assert "Softmax.backward calls another library's autograd (torch: " in out and "(a C function)" in out, out
+
+
+def test_the_watch_sees_a_c_function_of_torch_called_alone():
+    import torch
+
+    y = torch.softmax(torch.randn(2, 3, dtype=torch.float64), -1)
+    gy = torch.randn(2, 3, dtype=torch.float64)
+
+    def backward():
+        return torch._softmax_backward_data(gy, y, -1, y.dtype)
+
+    with watch.watch(backward.__code__) as watched:
+        backward()
+    assert watched.engine_calls == ["torch: _VariableFunctionsClass._softmax_backward_data (a C function)"]
+    with watch.watch(backward.__code__) as watched:
+        y.exp()  # a Tensor's C method: judged by the module of the object it is bound to
+    assert watched.engine_calls == ["torch: Tensor.exp (a C function)"]
+
+
+def test_numpys_c_functions_are_not_taken_for_an_autograd():
+    def backward():
+        return np.zeros(3).sum() + np.exp(np.ones(2)).sum() + len([1])
+
+    with watch.watch(backward.__code__) as watched:
+        backward()
+    assert watched.engine_calls == []
+
+
+# ----- the engine's own code under another file name ---------------------------------------------------------------
+@pytest.mark.parametrize("filename", ["'my_own_helpers.py'", "__file__"])
+def test_the_engines_softmax_backward_recompiled_under_another_name_is_refused(tmp_path, filename):
+    """inspect.getsource of the engine's op, compiled again: a file name is no proof of whose code it is."""
+    path = write(
+        tmp_path,
+        "softmax",
+        f"""
+import inspect
+import textwrap
+
+import numpy as np
+
+from tensorlab.ops import softmax as engine_softmax
+from tensorlab.tensor import Function
+
+_copied = {{}}
+_source = textwrap.dedent(inspect.getsource(engine_softmax.Softmax.backward))
+exec(compile(_source, {filename}, "exec"), _copied)
+"""
+        + SOFTMAX_FORWARD
+        + """
+    backward = _copied["backward"]
+""",
+    )
+    mine, right = softmax_gradient_of(path)
+    assert np.allclose(mine, right, rtol=1e-14, atol=1e-15)
+    passed, out = checked("softmax", path)
+    assert not passed
+    assert "Softmax.backward calls tensorlab itself (tensorlab/ops/softmax.py: Softmax.backward, a copy of it" in out
+    assert "compiled under the name" in out, out
+
+
+def test_a_solution_that_reads_like_the_engine_is_the_students_own(tmp_path):
+    """The teachers' Mul.backward is, instruction for instruction, the engine's; from the student's file it passes."""
+    from tensorlab.ops.elementwise import Mul
+
+    path = tmp_path / "my_mul.py"
+    path.write_text((SOLUTIONS / "mul.py").read_text())
+    spec = importlib.util.spec_from_file_location("solution", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert watch.fingerprint(module.Mul.backward.__code__) == watch.fingerprint(Mul.backward.__code__)
+    passed, out = checked("mul", path)
+    assert passed, out
+
+
+# ----- finite differences -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [1e-4, 1e-5, 1e-6, 1e-7])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_finite_differences_in_numpy_are_refused_and_named(tmp_path, eps):
+    """Central differences of log, vectorised: right to ~1e-10, which the old tolerance (1e-5 + 1e-3 |numeric|) took."""
+    source = (SOLUTIONS / "exp_log.py").read_text()
+    answer = "return gy / self.x"
+    assert answer in source
+    path = tmp_path / "my_exp_log.py"
+    path.write_text(
+        source.replace(answer, f"h = {eps!r}\n        return gy * (np.log(self.x + h) - np.log(self.x - h)) / (2 * h)")
+    )
+    passed, out = checked("exp_log", path)
+    assert not passed
+    log_case = out.split("case 2/2  Log: x (3, 4): FAILED")[1]
+    assert "elements are wrong." in log_case.splitlines()[1], out  # most: a few may land within 1e-12 by chance
+    assert "This looks like finite differences (the op run again at nudged inputs)" in log_case, out
+
+
+def test_finite_differences_through_forward_are_refused_even_where_they_are_exact(tmp_path):
+    """mul is linear in each input, so its central differences are exact up to rounding: the calls give them away."""
+    source = (SOLUTIONS / "mul.py").read_text()
+    answer = "return unbroadcast(gy * self.b, self.a.shape), unbroadcast(gy * self.a, self.b.shape)"
+    assert answer in source
+    loop = """a, b = self.a, self.b
+        grads = []
+        for which, x in enumerate((a, b)):
+            g = np.zeros(x.shape)
+            for i in np.ndindex(x.shape):
+                h = np.zeros(x.shape)
+                h[i] = 0.5
+                up = (a + h, b) if which == 0 else (a, b + h)
+                down = (a - h, b) if which == 0 else (a, b - h)
+                g[i] = ((Mul().forward(*up) - Mul().forward(*down)) * gy).sum()
+            grads.append(g)
+        return tuple(grads)"""
+    path = tmp_path / "my_mul.py"
+    path.write_text("import numpy as np\n" + source.replace(answer, loop))
+    passed, out = checked("mul", path)
+    assert not passed
+    # twice per element of a (3, 4) and of b (3, 4)
+    assert "Mul.backward runs forward 48 times: evaluating the op again at nudged inputs is finite differences" in out
+
+
+# ----- a table of gradients from an earlier run ---------------------------------------------------------------------
+TABLE_FILE = """
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from tensorlab.tensor import Function
+
+TABLE = Path({table!r})
+RECORD = {record!r}
+_calls = []
+
+
+class Exp(Function):
+    def forward(self, x):
+        self.y = np.exp(x)
+        return self.y
+
+    def backward(self, gy):
+        _calls.append(None)
+        if RECORD:  # the first run: someone else's right answers, in the order the checker asks for them
+            answers = pickle.loads(TABLE.read_bytes()) if TABLE.exists() else []
+            TABLE.write_bytes(pickle.dumps(answers + [gy * self.y]))
+            return gy * self.y
+        return pickle.loads(TABLE.read_bytes())[len(_calls) - 1]
+
+
+class Log(Exp):
+    def forward(self, x):
+        self.x = x
+        return np.log(x)
+
+    def backward(self, gy):
+        _calls.append(None)
+        if RECORD:
+            answers = pickle.loads(TABLE.read_bytes()) if TABLE.exists() else []
+            TABLE.write_bytes(pickle.dumps(answers + [gy / self.x]))
+            return gy / self.x
+        return pickle.loads(TABLE.read_bytes())[len(_calls) - 1]
+"""
+
+
+def test_gradients_saved_from_an_earlier_run_fail_on_fresh_inputs(tmp_path):
+    table = tmp_path / "answers.pickle"
+    recorder = tmp_path / "record.py"
+    recorder.write_text(TABLE_FILE.format(table=str(table), record=True))
+    replayer = tmp_path / "replay.py"
+    replayer.write_text(TABLE_FILE.format(table=str(table), record=False))
+    passed, out = checked("exp_log", recorder, seed=1234)
+    assert passed, out
+    assert len(pickle.loads(table.read_bytes())) == 4  # each case: the watched call, and one through the engine
+    passed, out = checked("exp_log", replayer, seed=1234)
+    assert passed, out  # the same seed draws the same inputs: the table is complete and in order
+    passed, out = checked("exp_log", replayer)
+    assert not passed, out  # a fresh seed: the saved answers belong to other inputs
+    assert "case 1/2  Exp: x (3, 4): FAILED" in out
+
+
+# ----- the seed -----------------------------------------------------------------------------------------------------
+def test_each_run_prints_its_seed_and_the_seed_replays_it(tmp_path, capsys):
+    path = tmp_path / "my_exp_log.py"
+    path.write_text((SOLUTIONS / "exp_log.py").read_text().replace("return gy / self.x", "return gy * self.x"))
+    first, second, other = (checked("exp_log", path, seed=s)[1] for s in (31, 31, 32))
+    assert "drawn with seed 31 (--seed 31 draws them again)" in first
+    assert first == second
+    assert first.replace("seed 31", "seed 32") != other  # other inputs, other numbers in the table
+    seeds = set()
+    for _ in range(3):
+        code = main(["check", "exp_log", str(path)])
+        seeds.add(capsys.readouterr().out.split("drawn with seed ")[1].split()[0])
+        assert code == 1
+    assert len(seeds) > 1  # a fresh seed per run (three equal draws of six digits: one in 10^12)
+
+
+@pytest.mark.parametrize("name", ["adamw", "unbroadcast", "value"])
+def test_the_optimizer_and_engine_checks_draw_from_a_seed_too(tmp_path, name):
+    path = SOLUTIONS / f"{name}.py"
+    passed, out = checked(name, path, seed=77)
+    assert passed, out
+    assert "drawn with seed 77 (--seed 77 draws them again)" in out
+
+
+def test_the_seed_is_in_the_first_line_that_names_one():
+    """The gradebook (report.py) reads the seed from the first line of the check that says `seed N`."""
+    passed, out = checked("softmax", SOLUTIONS / "softmax.py", seed=424242)
+    assert passed
+    assert [line for line in out.splitlines() if "seed" in line][0].startswith("Checking ")
+    assert "seed 424242 " in out
