@@ -55,6 +55,7 @@ from models.data import random_window_split, split_tokens
 from models.evaluate import evaluate
 from models.export import cmd_export
 from models.preprocess import preprocess
+from models.pretrained_tokenizer import load_pretrained
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.trainer import MetricsError, NonFiniteError, Trainer
@@ -71,9 +72,14 @@ class UsageError(Exception):
 
 
 def load_data(cfg, tokenizer=None):
-    """The corpus as (tokenizer, train ids, val ids, corpus sha256); trains the tokenizer unless one is given."""
+    """The corpus as (tokenizer, train ids, val ids, corpus sha256).
+
+    The tokenizer is the one given, else the pretrained one the config names, else one trained on the corpus.
+    """
     try:
-        text = preprocess(load_corpus(cfg.data), cfg.preprocess)
+        if tokenizer is None and cfg.tokenizer is not None:
+            tokenizer = load_pretrained(cfg.tokenizer, cfg.model.vocab_size)
+        text = preprocess(load_corpus(cfg.data, cfg.documents), cfg.preprocess)
         if tokenizer is None:
             tokenizer = BPETokenizer.train(text, cfg.model.vocab_size, cfg.pretokenizer)
         train_ids, val_ids = split_tokens(tokenizer.encode(text), cfg.val_fraction)
@@ -356,7 +362,7 @@ def train_parser():
 
 def compare_with_ordered_split(run, final):
     """The random-window split's number beside the ordered held-out tail's, which training never saw."""
-    text = preprocess(load_corpus(run.cfg.data), run.cfg.preprocess)
+    text = preprocess(load_corpus(run.cfg.data, run.cfg.documents), run.cfg.preprocess)
     _, _, ordered = random_window_split(
         run.tokenizer.encode(text), run.cfg.model.context_len, run.cfg.val_fraction, run.cfg.seed
     )
@@ -586,7 +592,7 @@ def sweep_row(name, trainer, final):
         "final val loss": final["val_loss"],
         "perplexity": final["perplexity"],
         "bits per byte": final["bits_per_byte"],
-        "tokenizer": f"{cfg.pretokenizer} {trainer.tokenizer.vocab_size}",
+        "tokenizer": f"{cfg.tokenizer or cfg.pretokenizer} {trainer.tokenizer.vocab_size}",
     }
 
 

@@ -45,7 +45,7 @@ def run_data(run_dir, data=None):
     """The run's config and its training and validation token ids (same corpus, preprocessing, tokenizer, split)."""
     cfg = TrainConfig.from_json(Path(run_dir) / "config.json")
     tokenizer = BPETokenizer.load(Path(run_dir) / "tokenizer.json")
-    text = preprocess(load_corpus(data or cfg.data), cfg.preprocess)
+    text = preprocess(load_corpus(data or cfg.data, cfg.documents), cfg.preprocess)
     train_ids, val_ids = split_tokens(tokenizer.encode(text), cfg.val_fraction)
     return cfg, train_ids, val_ids
 

@@ -111,7 +111,9 @@ def resume_plan(run_dir):
 # setting takes effect from the resumed step (Trainer.retune) and is recorded in config.json and the metrics.
 RESUME_REFUSED = (
     "seed",
+    "tokenizer",
     "pretokenizer",
+    "documents",
     "preprocess",
     "val_fraction",
     "split",

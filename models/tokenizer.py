@@ -10,6 +10,9 @@ Two ways to cut text into words before BPE merges characters inside them:
   whitespace thrown away. Lossy: ``decode`` puts one space between every two
   tokens, even pieces of one word, so ``"Citizen:\\n"`` may come back as
   ``"C it i z en :"``. Characters unseen in training become ``[UNK]``.
+
+A tokenizer made elsewhere (GPT-2's) is wrapped with ``BPETokenizer.pretrained`` when it is byte-level BPE, as
+those trained here are; models/pretrained_tokenizer.py finds one from the ``tokenizer`` setting.
 """
 
 import hashlib
@@ -72,6 +75,7 @@ class BPETokenizer:
         _check_pretokenizer(pretokenizer)
         self._tok = tokenizer
         self.pretokenizer = pretokenizer
+        self._cut_at_newlines = _cuts_safely(json.loads(tokenizer.to_str()).get("pre_tokenizer"))
         self._labels, self._raw = self._describe_vocab()
         self._n_bytes = np.array([len(raw) for raw in self._raw], dtype=np.int64)  # (V,) bytes each token decodes to
 
@@ -117,6 +121,21 @@ class BPETokenizer:
             )
         return cls(tok, pretokenizer)
 
+    @classmethod
+    def pretrained(cls, tokenizer: Tokenizer, source: str) -> "BPETokenizer":
+        """Wrap a byte-level BPE ``tokenizer`` made elsewhere (GPT-2's); ValueError naming ``source`` if it is not one.
+
+        Byte counts (bits per byte), token labels and lossless decoding need every token to stand for bytes,
+        every byte to have a token, and the text to reach the BPE unchanged.
+        """
+        problem = _not_byte_level_bpe(json.loads(tokenizer.to_str()))
+        if problem:
+            raise ValueError(
+                f"tokenizer {source}: {problem}; tensorlab takes byte-level BPE tokenizers (GPT-2's kind), "
+                f"or trains one when no tokenizer is given"
+            )
+        return cls(tokenizer, "bytelevel")
+
     @property
     def vocab_size(self) -> int:
         """The number of token ids, special tokens included (at most the size asked for)."""
@@ -128,7 +147,8 @@ class BPETokenizer:
             raise TypeError(f"encode expects a str, got {type(text).__name__}.")
         if not text:
             return np.zeros(0, dtype=np.int64)
-        pieces = self._tok.encode_batch(_SAFE_CUT.split(text), add_special_tokens=False)
+        pieces = _SAFE_CUT.split(text) if self._cut_at_newlines else [text]
+        pieces = self._tok.encode_batch(pieces, add_special_tokens=False)
         return np.concatenate([np.asarray(p.ids, dtype=np.int64) for p in pieces])
 
     def decode(self, ids) -> str:
@@ -210,18 +230,20 @@ class BPETokenizer:
     def _describe_vocab(self) -> tuple[list[str], list[bytes]]:
         """For every id: a readable label and the bytes it decodes to."""
         id_to_token = {i: t for t, i in self._tok.get_vocab(with_added_tokens=True).items()}
+        added = self._tok.get_added_tokens_decoder()  # END_OF_TEXT, [UNK]: decoded as their own text
         char_to_byte = byte_level_chars()
         labels, raws = [], []
         for i in range(self.vocab_size):
             token = id_to_token[i]
-            if token == END_OF_TEXT:
+            if token == UNK and self.pretokenizer == "whitespace":
+                raw, text = b"", token
+            elif i in added:
                 raw, text = token.encode("utf-8"), token
             elif self.pretokenizer == "bytelevel":
                 raw = bytes(char_to_byte[c] for c in token)  # one character per byte
                 text = raw.decode("utf-8", errors="backslashreplace")  # half a character shows as \xe2
             else:
-                raw = b"" if token == UNK else token.encode("utf-8")
-                text = token
+                raw, text = token.encode("utf-8"), token
             labels.append("".join(_VISIBLE.get(c, c if c.isprintable() else ascii(c)[1:-1]) for c in text))
             raws.append(raw)
         return labels, raws
@@ -238,6 +260,58 @@ def _ends_inside_a_character(data: bytes) -> bool:
         needed = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4  # 110xxxxx, 1110xxxx, 11110xxx
         return back < needed
     return False
+
+
+def _pre_tokenizer_steps(pre_tokenizer) -> list[dict]:
+    """The steps of a tokenizers JSON pre-tokenizer (a Sequence's, or the one), [] for none."""
+    if not pre_tokenizer:
+        return []
+    return pre_tokenizer["pretokenizers"] if pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
+
+
+def _cuts_safely(pre_tokenizer) -> bool:
+    """Whether cutting text before a newline that follows a non-space (_SAFE_CUT) leaves its encoding unchanged.
+
+    True of GPT-2's byte-level pattern and of Whitespace, which start a new pre-token there, and of the length
+    cap; other patterns may join a newline to what precedes it (".\n"), and a prefix space would be added to
+    every piece: those tokenizers encode the text in one piece.
+    """
+    capped = {"type": "Split", "pattern": {"Regex": f".{{1,{MAX_PRETOKEN}}}"}}
+    steps = _pre_tokenizer_steps(pre_tokenizer)
+    return bool(steps) and all(
+        (step["type"] == "ByteLevel" and step.get("use_regex", True) and not step.get("add_prefix_space"))
+        or step["type"] == "Whitespace"
+        or {k: step.get(k) for k in capped} == capped
+        for step in steps
+    )
+
+
+def _not_byte_level_bpe(blob: dict) -> str | None:
+    """What keeps the tokenizers JSON ``blob`` from being byte-level BPE, or None when it is one."""
+    model = blob.get("model") or {}
+    if model.get("type") != "BPE":
+        return f"its model is {model.get('type')!r}, not BPE"
+    if blob.get("normalizer"):
+        return f"it normalizes the text ({blob['normalizer'].get('type')}), so decoding would not give it back"
+    steps = _pre_tokenizer_steps(blob.get("pre_tokenizer"))
+    if not any(step.get("type") == "ByteLevel" for step in steps):
+        return "its pre-tokenizer is not byte-level"
+    if any(step.get("add_prefix_space") for step in steps):
+        return "its pre-tokenizer adds a space before the text (add_prefix_space), so decoding would not give it back"
+    if (blob.get("decoder") or {}).get("type") != "ByteLevel":
+        return "its decoder is not byte-level"
+    vocab, added = model.get("vocab") or {}, {t["content"]: t["id"] for t in blob.get("added_tokens", [])}
+    ids = sorted({**vocab, **added}.values())
+    if ids != list(range(len(ids))):
+        return f"its {len(ids)} token ids are not 0..{len(ids) - 1}, each once"
+    char_to_byte = byte_level_chars()
+    odd = next((t for t in vocab if t not in added and any(c not in char_to_byte for c in t)), None)
+    if odd is not None:
+        return f"its token {odd!r} is not made of byte-level characters"
+    missing = [b for c, b in char_to_byte.items() if c not in vocab]
+    if missing:
+        return f"it has no token for {len(missing)} of the 256 bytes (byte {missing[0]} first): some text cannot encode"
+    return None
 
 
 def _check_pretokenizer(name) -> None:

@@ -33,7 +33,8 @@ SPLITS = ("ordered", "random_windows")
 CHOICES = {"pretokenizer": PRETOKENIZERS, "schedule": SCHEDULES, "device": DEVICES, "split": SPLITS, **MODEL_CHOICES}
 MODEL_FIELDS = tuple(f.name for f in fields(ModelConfig))
 MODEL_HELP = {
-    "vocab_size": "BPE vocabulary size (the tokenizer's target; the model gets what it really has)",
+    "vocab_size": "BPE vocabulary size (the tokenizer's target; the model gets what it really has; "
+    "with --tokenizer, the pretrained tokenizer's own size)",
     "context_len": "tokens per training window, = the model's context length (also --seq-len)",
 }
 
@@ -54,6 +55,7 @@ COUNTS = (  # integer settings that must be >= 0
     "eval_batches",
     "early_stopping_patience",
     "seed",
+    "documents",
     "plateau_patience",
     "checkpoint_interval",
 )
@@ -66,9 +68,17 @@ class TrainConfig:
     comment: str = _setting("", "free text: what the config is for, and how it differs from its source")
     # data and tokenizer
     data: str | None = _setting(
-        None, "corpus: a text file or a directory of them (default: $TENSORLAB_CORPUS, the cache, or a download)"
+        None,
+        "corpus: a text file, a directory of them, or tinystories (downloaded on first use) "
+        "(default: $TENSORLAB_CORPUS, or Tiny Shakespeare from the cache or a download)",
     )
+    documents: int = _setting(0, "use the first N documents of the corpus: files of a directory, stories (0: all)")
     preprocess: tuple = _setting((), "text preparation steps, in order, comma-separated: " + ", ".join(STEPS))
+    tokenizer: str | None = _setting(
+        None,
+        "a pretrained tokenizer instead of one trained on the corpus: a tokenizer.json, a folder with vocab.json "
+        "and merges.txt, or a Hugging Face hub name such as gpt2 (models/pretrained_tokenizer.py)",
+    )
     pretokenizer: str = _setting("bytelevel", "how text is cut before BPE (bytelevel is lossless)")
     val_fraction: float = _setting(0.1, "fraction of the tokens, taken from the end, that validates")
     split: str = _setting(
@@ -195,7 +205,9 @@ class TrainConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or not ok(value):
                 bad(name, rule)
-        if self.pretokenizer == "bytelevel" and self.model.vocab_size < MIN_BYTELEVEL_VOCAB:
+        if self.tokenizer is not None and self.pretokenizer != "bytelevel":
+            bad("pretokenizer", "bytelevel with a pretrained --tokenizer (it brings its own, byte-level)")
+        if self.tokenizer is None and self.pretokenizer == "bytelevel" and self.model.vocab_size < MIN_BYTELEVEL_VOCAB:
             bad(
                 "vocab_size",
                 f">= {MIN_BYTELEVEL_VOCAB} with the bytelevel pretokenizer (256 bytes + merges)",
@@ -325,7 +337,7 @@ def _comma_list(text):
 def _metavar(f):
     if f.name in CHOICES:
         return "{" + ",".join(CHOICES[f.name]) + "}"
-    return {int: "N", float: "X"}.get(_kind(f), "PATH" if f.name == "data" else "S")
+    return {int: "N", float: "X"}.get(_kind(f), "PATH" if f.name in ("data", "tokenizer") else "S")
 
 
 def flag_values(namespace):

@@ -1,5 +1,5 @@
 """configs/seed_000..004.json: valid, each the model its report describes, old flat configs still load,
-and seed 004 (TinyStories in its report) trains on any corpus given with --data."""
+and seed 004 (TinyStories and GPT-2's tokenizer, both named in it) runs offline on test files."""
 
 import ast
 import json
@@ -7,10 +7,15 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from test_pretrained_tokenizers import gpt2_vocab, hub_layout_json
 
 import train
+from models import corpus, pretrained_tokenizer
 from models.config import ModelConfig
 from models.corpus import load_corpus
+from models.download_cache import write_recorded
+from models.pretrained_tokenizer import hub_cache_path, load_pretrained
+from models.tokenizer import END_OF_TEXT, BPETokenizer
 from models.train_config import ConfigError, TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +94,10 @@ def test_seed_configs_hold_their_reports_models():
         m["seed_004"].model.d_model,
         m["seed_004"].model.dropout,
         m["seed_004"].data,
-    ) == (6, 512, 0.1, None)
+        m["seed_004"].documents,
+        m["seed_004"].tokenizer,
+        m["seed_004"].model.vocab_size,
+    ) == (6, 512, 0.1, "tinystories", 12000, "gpt2", 50257)
 
 
 def test_no_setting_is_declared_twice():
@@ -114,44 +122,28 @@ def test_a_bad_model_value_in_a_file_is_one_line_naming_the_file_and_key(tmp_pat
     assert str(err.value).count("\n") == 0 and "bad.json" in str(err.value) and "norm must be one of" in str(err.value)
 
 
-def test_seed_004_trains_on_a_generated_story_directory(tmp_path, capsys):
-    """TinyStories is not here: any corpus with --data. Its model's switches (post-norm LayerNorm, ReLU, biases,
-    untied head) at a small width, to keep the suite fast; 2 steps."""
-    stories = tmp_path / "stories"
-    stories.mkdir()
+def test_seed_004_runs_offline_on_tinystories_and_gpt2_made_of_test_files(tmp_path, monkeypatch, capsys):
+    """The config as given, with "tinystories" served from a file:// URL (60 stories in TinyStories' layout) and
+    "gpt2" already in the hub cache (a tiny GPT-2-format vocabulary): no network. Its model's switches (post-norm
+    LayerNorm, ReLU, biases, untied head) at a small width, 40 stories and that vocabulary's size, 2 steps."""
+    monkeypatch.setenv("TENSORLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TENSORLAB_CORPUS", raising=False)
     names, things = ["Lily", "Tom", "Sue", "Max", "Ben"], ["ball", "kite", "cat", "boat", "tree"]
-    for i in range(60):
-        (stories / f"{i:03d}.txt").write_text(
-            f"Once upon a time, {names[i % 5]} found a {things[(i // 5) % 5]}. {names[i % 5]} was happy and "
-            f"played all day with the {things[(i // 5) % 5]} and a friend.\n"
-        )
+    stories = [
+        f"Once upon a time, {names[i % 5]} found a {things[(i // 5) % 5]}. {names[i % 5]} was happy and "
+        f"played all day with the {things[(i // 5) % 5]} and a friend.\n{END_OF_TEXT}\n"
+        for i in range(60)
+    ]
+    (tmp_path / "TinyStories-train.txt").write_text("".join(stories), encoding="utf-8")
+    monkeypatch.setenv(corpus.TINYSTORIES_URL_ENV, (tmp_path / "TinyStories-train.txt").as_uri())
+    gpt2 = json.dumps(hub_layout_json(), ensure_ascii=False).encode("utf-8")
+    write_recorded(hub_cache_path("gpt2"), gpt2, "the test")
+    monkeypatch.setattr(pretrained_tokenizer, "fetch_from_hub", lambda name: pytest.fail("tried the hub"))
+    width = ["--batch-size", "2", "--d-model", "32", "--n-heads", "2", "--d-ff", "64", "--n-layers", "2"]
     status = train.main(
-        [
-            "--config",
-            str(ROOT / "configs" / "seed_004.json"),
-            "--data",
-            str(stories),
-            "--out",
-            str(tmp_path / "run"),
-            "--vocab-size",
-            "320",
-            "--batch-size",
-            "2",
-            "--d-model",
-            "32",
-            "--n-heads",
-            "2",
-            "--d-ff",
-            "64",
-            "--n-layers",
-            "2",
-            "--max-steps",
-            "2",
-            "--eval-interval",
-            "2",
-            "--eval-batches",
-            "1",
-        ]
+        ["--config", str(ROOT / "configs" / "seed_004.json"), "--out", str(tmp_path / "run"), "--documents", "40"]
+        + ["--vocab-size", str(len(gpt2_vocab())), *width]
+        + ["--max-steps", "2", "--eval-interval", "2", "--eval-batches", "1"]
     )
     assert status == 0, capsys.readouterr().err[-800:]
     samples = (tmp_path / "run" / "samples.txt").read_text()
@@ -161,7 +153,11 @@ def test_seed_004_trains_on_a_generated_story_directory(tmp_path, capsys):
         for line in samples.splitlines()
         if line.startswith("=== prompt")
     ]
-    corpus = load_corpus(stories)
-    assert prompts and all(ast.literal_eval(p) in corpus for p in prompts), prompts  # repr'd in samples.txt
+    text = load_corpus("tinystories", documents=40)
+    assert text.count(END_OF_TEXT) == 39 and text == "".join(stories[:40])[: -len(END_OF_TEXT) - 1]  # 40 stories
+    assert prompts and all(ast.literal_eval(p) in text for p in prompts), prompts  # repr'd in samples.txt
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert cfg["model"]["norm_position"] == "post" and cfg["model"]["head_bias"] and not cfg["model"]["qkv_bias"]
+    assert (cfg["data"], cfg["tokenizer"]) == ("tinystories", "gpt2")
+    tokenizer = BPETokenizer.load(tmp_path / "run" / "tokenizer.json")
+    assert tokenizer.fingerprint() == load_pretrained("gpt2", len(gpt2_vocab())).fingerprint()
