@@ -652,7 +652,7 @@ ENGINE_SLIPS = [
     (
         "value",
         ["self.grad += ", "self.grad = ", "other.grad += ", "other.grad = "],
-        "probe 6/14  a + a (a Value added to itself): FAILED",
+        "probe 6/16  a + a (a Value added to itself): FAILED",
         "Forgetting to accumulate in __add__'s _backward: a Value used more than once",
     ),
     (  # each op's slip alone, everything else right (micrograd's best-known bug: (a + a).backward() gives 1)
@@ -661,7 +661,7 @@ ENGINE_SLIPS = [
             "            self.grad += out.grad\n            other.grad += out.grad",
             "            self.grad = out.grad\n            other.grad = out.grad",
         ],
-        "probe 6/14  a + a (a Value added to itself): FAILED",
+        "probe 6/16  a + a (a Value added to itself): FAILED",
         "Forgetting to accumulate in __add__'s _backward",
     ),
     (
@@ -672,31 +672,55 @@ ENGINE_SLIPS = [
             "other.grad += self.data * out.grad",
             "other.grad = self.data * out.grad",
         ],
-        "probe 7/14  a * a (a Value times itself): FAILED",
+        "probe 7/16  a * a (a Value times itself): FAILED",
+        "Forgetting to accumulate in __mul__'s _backward",
+    ),
+    (  # one line alone: `self` set, `other` still added (a + a passes: the other line adds to what self set)
+        "value",
+        ["            self.grad += out.grad\n", "            self.grad = out.grad\n"],
+        "probe 10/16  (a + b) * a (a left of + and used again): FAILED",
+        "Forgetting to accumulate in __add__'s _backward",
+    ),
+    (
+        "value",
+        ["            other.grad += out.grad\n", "            other.grad = out.grad\n"],
+        "probe 6/16  a + a (a Value added to itself): FAILED",
+        "Forgetting to accumulate in __add__'s _backward",
+    ),
+    (
+        "value",
+        ["self.grad += other.data * out.grad", "self.grad = other.data * out.grad"],
+        "probe 11/16  (a * b) + a (a left of * and used again): FAILED",
+        "Forgetting to accumulate in __mul__'s _backward",
+    ),
+    (
+        "value",
+        ["other.grad += self.data * out.grad", "other.grad = self.data * out.grad"],
+        "probe 7/16  a * a (a Value times itself): FAILED",
         "Forgetting to accumulate in __mul__'s _backward",
     ),
     (
         "value",
         ["self.grad += (1 - t * t) * out.grad", "self.grad = (1 - t * t) * out.grad"],
-        "probe 8/14  a.tanh() + a (a used by tanh and by +): FAILED",
+        "probe 8/16  a.tanh() + a (a used by tanh and by +): FAILED",
         "Forgetting to accumulate in tanh's _backward",
     ),
     (
         "value",
         ["self.grad += out.data * out.grad", "self.grad = out.data * out.grad"],
-        "probe 9/14  a.exp() + a (a used by exp and by +): FAILED",
+        "probe 9/16  a.exp() + a (a used by exp and by +): FAILED",
         "Forgetting to accumulate in exp's _backward",
     ),
     (
         "value",
         [VALUE_BACKWARD, NAIVE_WALK],
-        "probe 10/14  x = a * b; x + x (a computed Value used twice): FAILED",
+        "probe 12/16  x = a * b; x + x (a computed Value used twice): FAILED",
         "Visiting a node before its consumers",
     ),
     (
         "value",
         ["(1 - t * t) * out.grad", "(1 - t) * out.grad"],
-        "probe 3/14  a.tanh(): FAILED",
+        "probe 3/16  a.tanh(): FAILED",
         "The local derivative in the _backward of tanh is wrong",
     ),
     ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/5  a diamond", "['a'] appear more than once"),
@@ -776,6 +800,19 @@ def test_each_engine_track_mistake_is_named(capsys, tmp_path, name, edits, where
     out = check_planted(capsys, tmp_path, name, *edits)
     assert where in out, out
     assert expected in out, out
+
+
+ONE_OP_SLIPS = [s for s in ENGINE_SLIPS if s[3].startswith("Forgetting to accumulate in ") and s[3][-9:] == "_backward"]
+
+
+@pytest.mark.parametrize("name, edits, where, expected", ONE_OP_SLIPS, ids=[str(e) for _, e, _, _ in ONE_OP_SLIPS])
+def test_an_accumulation_slip_in_one_op_is_named_in_that_op_only(capsys, tmp_path, name, edits, where, expected):
+    """Whatever probe catches it, no line blames another op, or every op."""
+    out = check_planted(capsys, tmp_path, name, *edits)
+    op = expected.removeprefix("Forgetting to accumulate in ")
+    named = [line for line in out.splitlines() if "Forgetting to accumulate" in line]
+    assert named and all(f"accumulate in {op}" in line and " and in " not in line for line in named), out
+    assert "every _backward" not in out
 
 
 def test_the_engine_track_comes_first():

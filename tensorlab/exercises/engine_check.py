@@ -119,11 +119,15 @@ VALUE_PROBES = [
     ("a.exp()", lambda a: a.exp(), (0.5,), "the _backward of exp"),
     ("2 * a + 1 (constants)", lambda a: 2 * a + 1, (0.3,), "mixing Values with numbers"),
     # Each op's accumulation on its own: a slip (`=` for `+=`) in one _backward shows only where that op gives
-    # a Value its second contribution, so every op gets a probe that uses its input twice.
+    # a Value its second contribution, so every op gets a probe that uses its input twice. A binary op's slip
+    # in the line for `self` alone survives a + a (the `other` line runs last and adds to what `self` set):
+    # it needs `self` to hold another consumer's gradient first, as in (a + b) * a.
     ("a + a (a Value added to itself)", lambda a: a + a, (0.7,), "accumulate:__add__"),
     ("a * a (a Value times itself)", lambda a: a * a, (0.7,), "accumulate:__mul__"),
     ("a.tanh() + a (a used by tanh and by +)", lambda a: a.tanh() + a, (0.7,), "accumulate:tanh"),
     ("a.exp() + a (a used by exp and by +)", lambda a: a.exp() + a, (0.7,), "accumulate:exp"),
+    ("(a + b) * a (a left of + and used again)", lambda a, b: (a + b) * a, (0.7, -0.4), "accumulate:__add__"),
+    ("(a * b) + a (a left of * and used again)", lambda a, b: (a * b) + a, (0.7, -0.4), "accumulate:__mul__"),
     ("x = a * b; x + x (a computed Value used twice)", lambda a, b: _twice(a * b), (0.8, -1.2), "accumulate:__add__"),
     ("a * a + a (a used three times)", lambda a: a * a + a, (1.5,), "accumulate"),
     (
@@ -188,7 +192,9 @@ def _value_diagnosis(meaning, xs, results):
         ]
     if meaning.startswith("accumulate") and locals_right:
         _, _, op = meaning.partition(":")
-        where = f"in {op}'s _backward" if op else "in every _backward"
+        # a probe that uses several ops names the ones whose own probes failed
+        ops = [op] if op else list(dict.fromkeys(m.partition(":")[2] for t, *_, m in _failed(results, "accumulate:")))
+        where = " and ".join(f"in {o}'s _backward" for o in ops) if ops else "in every _backward"
         return [
             f"Forgetting to accumulate {where}: a Value used more than once gets a gradient from each use, and "
             f"they add up. There, write `self.grad += ...` (and `other.grad += ...`), not `self.grad = ...`."
@@ -204,6 +210,11 @@ def _value_diagnosis(meaning, xs, results):
     if meaning.startswith("the _backward"):
         return [f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad)."]
     return []
+
+
+def _failed(results, meaning):
+    """The value probes run so far that failed and whose meaning starts with `meaning`."""
+    return [probe for probe in VALUE_PROBES if probe[-1].startswith(meaning) and results.get(probe[0]) is False]
 
 
 def _numeric(expression, values, i, eps=1e-6):
