@@ -100,6 +100,7 @@ def test_vocab_and_merges_encode_by_the_merges_and_decode_losslessly(tmp_path):
     assert tok.encode("é").tolist() == [vocab["Ã©"]]
     assert tok.encode(f"a{END_OF_TEXT}b").tolist() == [vocab["a"], vocab[END_OF_TEXT], vocab["b"]]  # one token
     ids = tok.encode(TEXT)
+    assert ids.tolist() == tok._tok.encode(TEXT, add_special_tokens=False).ids  # cut at newlines, as one piece
     assert tok.decode(ids) == TEXT
     assert tok.token_bytes(ids) == len(TEXT.encode("utf-8"))
 
@@ -124,6 +125,34 @@ def test_a_tokenizers_json_file_gives_the_same_tokens_as_the_pair(tmp_path):
     assert from_json.encode(TEXT).tolist() == pair.encode(TEXT).tolist()
     assert from_json.encode(END_OF_TEXT).tolist() == [V - 1]
     assert from_json.decode(from_json.encode(TEXT)) == TEXT
+
+
+def test_a_pattern_that_joins_a_newline_to_punctuation_encodes_the_text_in_one_piece(tmp_path):
+    """Newer tokenizers (Llama 3's kind) keep ".\n" in one pre-token: cutting the text before the newline, as
+    encode does for GPT-2's pattern, would lose their merge of the two."""
+    vocab = {c: i for i, c in enumerate(byte_level_chars())}
+    vocab[".Ċ"] = len(vocab)
+    vocab[END_OF_TEXT] = len(vocab)
+    blob = hub_layout_json(vocab)
+    blob["model"]["merges"] = [". Ċ"]
+    split = {
+        "type": "Split",
+        "pattern": {"Regex": r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s+|\p{L}+"},
+        "behavior": "Isolated",
+        "invert": False,
+    }
+    blob["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            split,
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        ],
+    }
+    (tmp_path / "joins.json").write_text(json.dumps(blob, ensure_ascii=False), encoding="utf-8")
+    tok = load_pretrained(str(tmp_path / "joins.json"), len(vocab))
+    ids = tok.encode("Hi.\nYo.\n")
+    assert ids.tolist() == [vocab["H"], vocab["i"], vocab[".Ċ"], vocab["Y"], vocab["o"], vocab[".Ċ"]]
+    assert tok.decode(ids) == "Hi.\nYo.\n"
 
 
 def test_a_runs_tokenizer_json_is_a_pretrained_tokenizer_too(tmp_path, corpus_file):
