@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from tensorlab import backend
+from tensorlab import backend, version_counter
 
 
 class _GradMode(threading.local):
@@ -75,7 +75,7 @@ class Tensor:
     def __init__(self, data, requires_grad=False):
         if requires_grad and data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require gradients, got dtype {data.dtype}")
-        self.data = data
+        self._data = version_counter.unwatched(data)
         self.grad = None
         self.requires_grad = requires_grad
         self.creator = None  # the Function that produced this tensor, None for leaves
@@ -84,31 +84,44 @@ class Tensor:
 
     # ----- array facts -------------------------------------------------------------------------
     @property
+    def data(self):
+        """The values as an array, to read or to change in place (outside the graph).
+
+        In-place writes through it are counted (tensorlab.version_counter): backward refuses an op whose
+        saved input or output was changed after the op ran, instead of using the new values.
+        """
+        return version_counter.watched(self._data)
+
+    @data.setter
+    def data(self, array):
+        self._data = version_counter.unwatched(array)
+
+    @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self):
-        return self.data.size
+        return self._data.size
 
     @property
     def device(self):
-        return backend.device_of(self.data)
+        return backend.device_of(self._data)
 
     @property
     def is_leaf(self):
         return self.creator is None
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
 
     def __repr__(self):
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -119,17 +132,17 @@ class Tensor:
     # ----- leaving the graph -------------------------------------------------------------------
     def numpy(self):
         """A NumPy copy of the data on the host."""
-        return np.array(backend.to_device(self.data, "cpu"), copy=True)
+        return np.array(backend.to_device(self._data, "cpu"), copy=True)
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
         if self.size != 1:
             raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
-        return self.data.reshape(()).item()
+        return self._data.reshape(()).item()
 
     def detach(self):
         """The same data, cut off from the graph: a leaf that shares memory and requires no grad."""
-        return Tensor(self.data)
+        return Tensor(self._data)
 
     def to(self, device):
         """This tensor on 'cpu' or 'cuda', in the graph as PyTorch's `.to` (the gradient comes back to this
@@ -174,6 +187,7 @@ class Tensor:
             if slots is None:  # every consumer returned None for it: no gradient flows here
                 continue
             output_grads = _fill_missing(fn, slots)
+            _check_saved_unchanged(fn)
             input_grads = fn.backward(*output_grads)
             if not isinstance(input_grads, tuple):
                 input_grads = (input_grads,)
@@ -193,15 +207,15 @@ class Tensor:
                 fn.release()
 
     def _initial_grad(self, grad):
-        xp = backend.array_module(self.data)
+        xp = backend.array_module(self._data)
         if grad is None:
             if self.size != 1:
                 raise RuntimeError(
                     f"backward() without a gradient needs a one-element tensor, but this one has shape "
                     f"{self.shape}; reduce it first (e.g. .sum()) or pass grad= of shape {self.shape}"
                 )
-            return xp.ones_like(self.data)
-        grad = xp.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
+            return xp.ones_like(self._data)
+        grad = xp.asarray(grad._data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
         if grad.shape != self.shape:
             raise ValueError(f"backward(): grad has shape {grad.shape}, expected {self.shape}")
         return grad
@@ -298,7 +312,7 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     keeps its dtype unless `dtype` is given. `device` is 'cpu' (default) or 'cuda'.
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if device is None:
         device = backend.device_of(data)
     xp = backend.module_for(device)
@@ -325,7 +339,7 @@ class Function:
     name = None  # the op's name in tensorlab.functional, for error messages; None: the class name in lower case
 
     def __call__(self, *inputs):
-        op_name = self.name or type(self).__name__.lower()
+        op_name = _op_name(self)
         if self.__dict__.get("_called"):  # its saved state belongs to the first call's graph
             raise RuntimeError(
                 f"{op_name}: this {type(self).__name__} instance was already called once; a Function keeps "
@@ -334,8 +348,9 @@ class Function:
             )
         self._called = True
         tensors = [_as_tensor(x, inputs) for x in inputs]
-        backend.same_device(op_name, [t.data for t in tensors])
-        outputs = self.forward(*[t.data for t in tensors])
+        arrays = [t._data for t in tensors]
+        backend.same_device(op_name, arrays)
+        outputs = self.forward(*arrays)
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs
         needs_graph = _grad_mode.enabled and any(t.requires_grad for t in tensors)
@@ -344,6 +359,7 @@ class Function:
             self.inputs = tensors
             self.scope = tuple(module_scope.entries)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
+            self.saved_versions = version_counter.snapshot(arrays + list(outputs))
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i
         return results[0] if single else tuple(results)
@@ -400,7 +416,7 @@ def _as_tensor(x, inputs):
     like = floating[0] if floating else tensors[0] if tensors else None  # where(bool_mask, x, 0.0): x
     if like is None:
         return tensor(x)
-    xp = backend.array_module(like.data)
+    xp = backend.array_module(like._data)
     if isinstance(x, (bool, int, float)) and like.dtype.kind == "f":
         return Tensor(xp.asarray(x, dtype=like.dtype))
     return Tensor(xp.asarray(backend.to_device(x, like.device) if hasattr(x, "dtype") else x))
@@ -412,8 +428,29 @@ def _empty_slots(fn):
 
 def _fill_missing(fn, grads):
     """Outputs that did not reach the loss get a zero gradient."""
-    xp = backend.array_module(fn.inputs[0].data)
+    xp = backend.array_module(fn.inputs[0]._data)
     return [xp.zeros(shape, dtype) if g is None else g for g, (shape, dtype) in zip(grads, fn.output_meta)]
+
+
+def _op_name(fn):
+    return fn.name or type(fn).__name__.lower()
+
+
+def _check_saved_unchanged(fn):
+    """Refuse to run fn's backward on values changed in place since its forward (tensorlab.version_counter)."""
+    position = version_counter.changed_saved(fn)
+    if position is None:
+        return
+    if position < len(fn.inputs):
+        which, (shape, dtype) = f"input {position}", (fn.inputs[position].shape, fn.inputs[position].dtype)
+    else:
+        which, (shape, dtype) = f"output {position - len(fn.inputs)}", fn.output_meta[position - len(fn.inputs)]
+    name = _op_name(fn)
+    raise RuntimeError(
+        f"backward(): {name} saved its {which} (shape {shape}, dtype {dtype}) for backward, and it was changed "
+        f"in place after {name} ran, so its gradient would use the new values; change it after backward(), "
+        f"or change a copy (.data.copy())"
+    )
 
 
 def _check_grad(fn, tensor, gx):

@@ -51,5 +51,5 @@ def test_to_another_device_passes_the_gradient_back_to_the_source_device(cuda, s
     y = x.to(target)
     assert y.device == target and not y.is_leaf
     (y * tensorlab.tensor(w, device=target)).sum().backward()
-    assert x.grad is not None and type(x.grad) is type(x.data)  # on the source device
+    assert x.grad is not None and type(x.grad) is type(x._data)  # on the source device
     np.testing.assert_array_equal(tensorlab.backend.to_device(x.grad, "cpu"), w)  # d(sum(w * x))/dx = w

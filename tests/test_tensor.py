@@ -306,7 +306,7 @@ def test_no_grad_restores_the_mode_after_an_exception():
 def test_detach_shares_data_and_stops_the_gradient(backend):
     x = tensorlab.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True, device=backend.device)
     d = x.detach()
-    assert d.data is x.data and not d.requires_grad and d.is_leaf
+    assert d._data is x._data and not d.requires_grad and d.is_leaf  # one array: a write into d shows in x
     (x * d).sum().backward()  # d is a constant: d(x * c)/dx = c
     np.testing.assert_array_equal(host(x.grad), [1.0, 2.0, 3.0])
 
@@ -329,7 +329,7 @@ def test_item_gives_a_python_number(backend):
 def test_to_cpu_and_device_names(backend):
     x = tensorlab.tensor(np.ones(2), requires_grad=True, device=backend.device)
     on_cpu = x.to("cpu")
-    assert on_cpu.device == "cpu" and type(on_cpu.data) is np.ndarray and on_cpu.requires_grad
+    assert on_cpu.device == "cpu" and isinstance(on_cpu.data, np.ndarray) and on_cpu.requires_grad
     assert on_cpu.to("cpu") is on_cpu  # in the graph when it moves: tests/test_convert.py
     with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda', got 'gpu'"):
         x.to("gpu")

@@ -1,0 +1,135 @@
+"""The version counter: backward refuses values that were changed in place after an op saved them.
+
+An op's backward reads what its forward saved: `x` for `x * x`, `y` for `exp`. Write into that memory
+between forward and backward and the gradient is computed from the new values, silently wrong:
+
+    y = x * x;  x.data[...] = 10;  y.sum().backward()      # 2 * 10 instead of 2 * x
+
+PyTorch counts the in-place writes into each tensor (its `_version`) and backward refuses a saved tensor
+whose count moved. tensorlab counts them per block of memory, so every tensor that shares the block (a
+reshape, a slice, a `detach()`) sees the write: Function.__call__ notes the count of each input's and
+output's memory, and backward compares before it runs an op, naming the op and the tensor.
+
+Writes are counted when they go through `Tensor.data`, which hands out a `WatchedArray`: an ndarray that
+counts `[...] =`, `+=` and the other in-place operators, ufuncs with `out=`, `fill`, `np.copyto` and the
+other NumPy functions that write into their first argument, on itself and on every view taken from it
+(`x.data[0]`, `x.data.T`). Optimizers write through `.data` too, so `loss = f(w); opt.step();
+loss.backward()` is refused as in PyTorch. Not counted: a write through another name for the memory (a
+NumPy array you wrapped with `Tensor(array)`, then `array[0] = 1`), and writes on CuPy arrays (the GPU
+hands out its arrays unwatched; docs/differences-from-pytorch.md).
+"""
+
+import weakref
+
+import numpy as np
+
+_writes = {}  # id(memory owner) -> how many watched writes went into it; absent: none
+
+
+def owner(array):
+    """The array that owns the memory `array` looks at (itself when it owns it)."""
+    base = getattr(array, "base", None)
+    while hasattr(base, "strides"):  # an array; a bytes or mmap base (no strides) owns the memory: stop there
+        array, base = base, base.base
+    return array
+
+
+def count_write(array):
+    """Note one in-place write into the memory of `array`."""
+    memory = owner(array)
+    key = id(memory)
+    if key not in _writes:
+        weakref.finalize(memory, _writes.pop, key, None)  # the id may be reused once the memory is gone
+    _writes[key] = _writes.get(key, 0) + 1
+
+
+def snapshot(arrays):
+    """(memory id, write count) for each array: what Function.__call__ keeps to compare at backward."""
+    return [(id(memory), _writes.get(id(memory), 0)) for memory in map(owner, arrays)]
+
+
+def changed_saved(fn):
+    """The position (inputs first, then outputs) of a saved array written since `fn` ran forward; None if none.
+
+    Only memory that `fn` kept for its backward counts: `x + y` saves nothing, so writing into x after
+    it changes no gradient (PyTorch lets that pass too).
+    """
+    for position, (key, count) in enumerate(fn.saved_versions):
+        if _writes.get(key, 0) != count and key in _saved_memory(fn):
+            return position
+    return None
+
+
+def _saved_memory(fn):
+    """The ids of the memory behind every array `fn` keeps on itself (its inputs' tensors aside)."""
+    kept = []
+    for name, value in vars(fn).items():
+        if name != "inputs":
+            kept.extend(value if isinstance(value, (tuple, list)) else [value])
+    return {id(owner(a)) for a in kept if hasattr(a, "strides")}
+
+
+def watched(array):
+    """`array` as Tensor.data hands it out: a WatchedArray view for a NumPy array, a CuPy array as it is."""
+    if type(array) is not np.ndarray:
+        return array
+    view = array.view(WatchedArray)
+    view.source = array
+    return view
+
+
+def unwatched(array):
+    """The plain array behind a WatchedArray (the very array Tensor.data viewed, when it is that view)."""
+    if not isinstance(array, WatchedArray):
+        return array
+    return array.source if array.source is not None else array.view(np.ndarray)
+
+
+class WatchedArray(np.ndarray):
+    """An ndarray whose in-place writes are counted (see the module docstring); `Tensor.data` hands one out.
+
+    Computing with it gives plain ndarrays back; views of it (slices, transposes) are watched too.
+    """
+
+    source = None  # the plain array Tensor.data viewed; None for a view taken from that view
+
+    def __setitem__(self, index, value):
+        count_write(self)
+        super().__setitem__(index, value)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        written = list(out or ()) + ([inputs[0]] if method == "at" else [])
+        for array in written:
+            if isinstance(array, WatchedArray):
+                count_write(array)
+        if out is not None:
+            kwargs["out"] = tuple(unwatched(array) for array in out)
+        result = getattr(ufunc, method)(*map(unwatched, inputs), **kwargs)
+        if out is None:
+            return result
+        return out[0] if len(out) == 1 else out  # `a += b` must hand back `a` itself
+
+    def __array_function__(self, func, types, args, kwargs):
+        target = args[0] if func in _WRITES_FIRST_ARGUMENT and args else kwargs.get("out")
+        if isinstance(target, WatchedArray):
+            count_write(target)
+        return super().__array_function__(func, types, args, kwargs)
+
+    def fill(self, value):
+        count_write(self)
+        super().fill(value)
+
+    def put(self, *args, **kwargs):
+        count_write(self)
+        super().put(*args, **kwargs)
+
+    def sort(self, *args, **kwargs):
+        count_write(self)
+        super().sort(*args, **kwargs)
+
+    def partition(self, *args, **kwargs):
+        count_write(self)
+        super().partition(*args, **kwargs)
+
+
+_WRITES_FIRST_ARGUMENT = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis}
