@@ -3,24 +3,30 @@
 Each function builds its op (a Function from tensorlab.ops) and applies it. Tensor
 methods and operators (`x + y`, `x.sum(axis=0)`) call these too. Arguments follow
 NumPy's names for array operations (axis, keepdims) and PyTorch's for the network
-ones (eps, p, training, ignore_index, approximate).
+ones (eps, p, training, ignore_index, approximate, reduction); where a name is PyTorch's
+(var's correction, squeeze, unsqueeze, flatten, clamp) so is its meaning.
 """
+
+import math
 
 import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops import elementwise as _ew
+from tensorlab.ops import losses as _losses
 from tensorlab.ops import shape as _shape
 from tensorlab.ops.attention import CausalAttention
-from tensorlab.ops.axes import normalize_axis
+from tensorlab.ops.axes import normalize_axes, normalize_axis
+from tensorlab.ops.compare import compare
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
+from tensorlab.ops.dtypes import as_floating
 from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
 from tensorlab.ops.norm import LayerNorm, RMSNorm
-from tensorlab.ops.reduce import Max, Mean, Sum
+from tensorlab.ops.reduce import Max, Mean, Min, Std, Sum, Var, arg_extreme
 from tensorlab.ops.rope import Rope
 from tensorlab.ops.select import MaskedFill, Where
 from tensorlab.ops.softmax import LogSoftmax, Softmax
@@ -38,13 +44,32 @@ __all__ = [
     "sqrt",
     "tanh",
     "sigmoid",
+    "maximum",
+    "minimum",
+    "clamp",
     "relu",
+    "leaky_relu",
     "silu",
     "gelu",
     "sum",
     "mean",
     "max",
+    "min",
+    "var",
+    "std",
+    "argmax",
+    "argmin",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
     "reshape",
+    "broadcast_to",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
     "transpose",
     "swapaxes",
     "getitem",
@@ -59,6 +84,10 @@ __all__ = [
     "softmax",
     "log_softmax",
     "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "embedding",
     "rms_norm",
     "layer_norm",
@@ -90,32 +119,56 @@ def neg(x):
     return _ew.Neg()(x)
 
 
-def pow(x, exponent):
-    return _ew.Pow(exponent)(x)  # noqa: A001 (NumPy's name)
+def pow(x, exponent):  # noqa: A001 (NumPy's name)
+    """x ** exponent. A Python number exponent takes no gradient; a tensor one does (and x may be a number)."""
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and isinstance(x, Tensor):
+        return _ew.Pow(exponent)(_floating(x) if isinstance(exponent, float) else x)
+    return _ew.PowTensor()(x, exponent)
+
+
+def maximum(a, b):
+    """The larger of a and b elementwise (they broadcast); at a tie each gets half the gradient, as PyTorch."""
+    return _ew.Maximum()(a, b)
+
+
+def minimum(a, b):
+    """The smaller of a and b elementwise (they broadcast); at a tie each gets half the gradient, as PyTorch."""
+    return _ew.Minimum()(a, b)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
+    """x limited to [min, max] (Python numbers; None: unbounded on that side), as torch.clamp: the gradient
+    passes where min <= x <= max, limits included."""
+    return _ew.Clamp(min, max)(_floating(x) if isinstance(min, float) or isinstance(max, float) else x)
 
 
 def exp(x):
-    return _ew.Exp()(x)
+    return _ew.Exp()(_floating(x))
 
 
 def log(x):
-    return _ew.Log()(x)
+    return _ew.Log()(_floating(x))
 
 
 def sqrt(x):
-    return _ew.Sqrt()(x)
+    return _ew.Sqrt()(_floating(x))
 
 
 def tanh(x):
-    return _ew.Tanh()(x)
+    return _ew.Tanh()(_floating(x))
 
 
 def sigmoid(x):
-    return _ew.Sigmoid()(x)
+    return _ew.Sigmoid()(_floating(x))
 
 
 def relu(x):
     return _ew.Relu()(x)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x > 0, else negative_slope * x (PyTorch's default slope)."""
+    return _ew.LeakyRelu(negative_slope)(x)
 
 
 def silu(x):
@@ -156,9 +209,102 @@ def max(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
     return Max(axis, keepdims)(x)
 
 
+def min(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Minimum over `axis`; tied minima share the gradient equally (like torch.amin)."""
+    return Min(axis, keepdims)(x)
+
+
+def var(x, axis=None, keepdims=False, correction=1):
+    """Variance over `axis`: sum (x - mean)^2 / (n - correction). correction=1 (unbiased) is PyTorch's
+    default and meaning; NumPy's default is ddof=0, which is correction=0 here."""
+    return Var(axis, keepdims, correction)(x)
+
+
+def std(x, axis=None, keepdims=False, correction=1):
+    """sqrt(var(x, axis, keepdims, correction)); correction=1 by default, as PyTorch."""
+    return Std(axis, keepdims, correction)(x)
+
+
+def argmax(x, axis=None, keepdims=False):
+    """The index (int64) of the first maximum along one `axis`, or in the flattened x (axis None); no gradient."""
+    return Tensor(arg_extreme("argmax", _data(x), axis, keepdims))
+
+
+def argmin(x, axis=None, keepdims=False):
+    """The index (int64) of the first minimum along one `axis`, or in the flattened x (axis None); no gradient."""
+    return Tensor(arg_extreme("argmin", _data(x), axis, keepdims))
+
+
+def eq(a, b):
+    """a == b elementwise (they broadcast): a boolean tensor that takes no gradient."""
+    return compare("eq", a, b)
+
+
+def ne(a, b):
+    """a != b elementwise: a boolean tensor that takes no gradient."""
+    return compare("ne", a, b)
+
+
+def lt(a, b):
+    """a < b elementwise: a boolean tensor that takes no gradient."""
+    return compare("lt", a, b)
+
+
+def le(a, b):
+    """a <= b elementwise: a boolean tensor that takes no gradient."""
+    return compare("le", a, b)
+
+
+def gt(a, b):
+    """a > b elementwise: a boolean tensor that takes no gradient."""
+    return compare("gt", a, b)
+
+
+def ge(a, b):
+    """a >= b elementwise: a boolean tensor that takes no gradient."""
+    return compare("ge", a, b)
+
+
 def reshape(x, shape):
     """The same elements in a new shape (one entry may be -1)."""
     return _shape.Reshape(shape)(x)
+
+
+def broadcast_to(x, shape):
+    """x repeated to `shape` by broadcasting (as torch.broadcast_to and Tensor.expand, -1 keeps x's size there)."""
+    shape = tuple(shape)
+    offset = len(shape) - x.ndim
+    if offset < 0:
+        raise ValueError(f"broadcast_to: shape {shape} has fewer axes than x's shape {x.shape}")
+    if any(n == -1 for n in shape[:offset]):
+        raise ValueError(f"broadcast_to: -1 (keep the size) cannot stand for a new leading axis in {shape}")
+    shape = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
+    return _shape.BroadcastTo(shape)(x)
+
+
+def squeeze(x, axis=None):
+    """x without its size-1 axes (axis None), or without those of `axis` (an int or tuple) that have size 1:
+    as PyTorch, a named axis of another size stays (NumPy would raise)."""
+    axes = normalize_axes("squeeze", axis, x.ndim)
+    return _shape.Reshape([n for i, n in enumerate(x.shape) if not (i in axes and n == 1)])(x)
+
+
+def unsqueeze(x, axis):
+    """x with a new size-1 axis at position `axis` of the result (-1: last), as torch.unsqueeze."""
+    axis = normalize_axis("unsqueeze", axis, x.ndim + 1)
+    return _shape.Reshape(x.shape[:axis] + (1,) + x.shape[axis:])(x)
+
+
+def flatten(x, start_axis=0, end_axis=-1):
+    """Axes start_axis..end_axis (both included) merged into one, as torch.flatten; a 0-d x becomes (1,)."""
+    if x.ndim == 0:
+        for axis in (start_axis, end_axis):
+            normalize_axes("flatten", axis, 0)  # only 0 and -1 pass
+        return _shape.Reshape((1,))(x)
+    start, end = normalize_axis("flatten", start_axis, x.ndim), normalize_axis("flatten", end_axis, x.ndim)
+    if start > end:
+        raise ValueError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis} (x has shape {x.shape})")
+    return _shape.Reshape(x.shape[:start] + (math.prod(x.shape[start : end + 1]),) + x.shape[end + 1 :])(x)
 
 
 def transpose(x, axes=None):
@@ -167,7 +313,11 @@ def transpose(x, axes=None):
 
 
 def swapaxes(x, axis1, axis2):
-    """Exchange two axes."""
+    """Exchange two axes; of a 0-d x, axes 0 and -1 are x itself (as torch.transpose)."""
+    if x.ndim == 0:
+        for axis in (axis1, axis2):
+            normalize_axes("swapaxes", axis, 0)  # only 0 and -1 pass
+        return _shape.Transpose(())(x)
     axes = list(range(x.ndim))
     axis1, axis2 = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
@@ -201,7 +351,7 @@ def split(x, split_size_or_sections, axis=0):
             raise ValueError(
                 f"split: the piece size must be a positive int, got {size} (for a number of pieces use chunk)"
             )
-        sizes = [min(size, length - start) for start in range(0, length, size)] or [0]
+        sizes = [size] * (length // size) + [length % size] * (length % size > 0) or [0]  # the last may be short
     else:
         sizes = list(split_size_or_sections)
     pieces = _shape.Split(sizes, axis)(x)
@@ -210,11 +360,14 @@ def split(x, split_size_or_sections, axis=0):
 
 def chunk(x, chunks, axis=0):
     """Cut x along `axis` into `chunks` pieces, as torch.chunk: each ceil(length / chunks) long, the last one
-    shorter (so fewer pieces come back when the length is too short to make them all)."""
+    shorter (so fewer pieces come back when the length is too short to make them all; an empty axis gives
+    `chunks` empty pieces)."""
     if not isinstance(chunks, int) or chunks <= 0:
         raise ValueError(f"chunk: the number of pieces must be a positive int, got {chunks!r}")
     length = x.shape[normalize_axis("chunk", axis, x.ndim)]
-    return split(x, -(-length // chunks) or 1, axis)  # ceil(length / chunks)
+    if length == 0:  # as torch.chunk: `chunks` empty pieces
+        return split(x, [0] * chunks, axis)
+    return split(x, -(-length // chunks), axis)  # ceil(length / chunks)
 
 
 def matmul(a, b):
@@ -247,15 +400,39 @@ def log_softmax(x, axis=-1):
     return LogSoftmax(axis)(x)
 
 
-def cross_entropy(logits, targets, ignore_index=-100):
-    """Mean of -log softmax(logits)[target] over the last axis, skipping targets equal to ignore_index.
+def cross_entropy(logits, targets, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """-log softmax(logits)[target] over the last axis, rows whose target is ignore_index (any int) left out:
+    their mean ('mean', over the rows not ignored), 'sum', or each row's ('none', 0 where ignored), as
+    PyTorch. label_smoothing e aims at (1 - e) onehot + e / V instead of the one-hot target.
 
     Targets given on the host for logits on a GPU are checked on the host, then moved: no GPU sync.
     """
+    options = ignore_index, reduction, label_smoothing
     moved = _checked_on_host(targets, logits, lambda t: check_targets(_data(logits), t, ignore_index))
     if moved is None:
-        return CrossEntropy(ignore_index)(logits, targets)
-    return CrossEntropy(ignore_index, targets_checked=True)(logits, moved)
+        return CrossEntropy(*options)(logits, targets)
+    return CrossEntropy(*options, targets_checked=True)(logits, moved)
+
+
+def nll_loss(log_probs, targets, ignore_index=-100, reduction="mean"):
+    """-log_probs[..., target] over the last axis (class ids; ignore_index rows left out), reduced as
+    cross_entropy: cross_entropy(x, t) is nll_loss(log_softmax(x), t)."""
+    return _losses.NllLoss(ignore_index, reduction)(log_probs, targets)
+
+
+def mse_loss(x, target, reduction="mean"):
+    """(x - target)^2, averaged ('mean'), added ('sum') or elementwise ('none'); same shapes."""
+    return _losses.MseLoss(reduction)(x, target)
+
+
+def binary_cross_entropy(p, target, reduction="mean"):
+    """-(t log p + (1 - t) log(1 - p)) for probabilities p in [0, 1], each log clamped at -100 (as PyTorch)."""
+    return _losses.BinaryCrossEntropy(reduction)(p, target)
+
+
+def binary_cross_entropy_with_logits(x, target, reduction="mean"):
+    """binary_cross_entropy(sigmoid(x), target) computed from the logits x, stable for any |x|."""
+    return _losses.BinaryCrossEntropyWithLogits(reduction)(x, target)
 
 
 def embedding(ids, weight):
@@ -265,6 +442,13 @@ def embedding(ids, weight):
     """
     moved = _checked_on_host(ids, weight, lambda i: check_ids(i, weight.shape))
     return Embedding()(ids, weight) if moved is None else Embedding(ids_checked=True)(moved, weight)
+
+
+def _floating(x):
+    """x itself if it holds floats; an integer or bool tensor as a float32 copy. exp, log, sqrt, tanh and
+    sigmoid of integers, their fractional powers and clamping them to float limits give float32 in PyTorch
+    (its default dtype), where NumPy gives float64."""
+    return Tensor(as_floating(x.data)) if isinstance(x, Tensor) and x.dtype.kind != "f" else x
 
 
 def _data(x):

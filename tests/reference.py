@@ -3,7 +3,8 @@
     check_against_torch(F.softmax, torch.softmax_last, [x])
 
 builds a tensorlab copy and a PyTorch copy of every input (float64 unless `dtype` says
-otherwise), runs both forwards, and compares the outputs' shape, dtype and values. It
+otherwise), runs both forwards, and compares the outputs' shape, dtype and values (an
+output PyTorch gives no gradient, as a comparison's, must not require one here). It
 then backpropagates the SAME random upstream gradient u through both (a plain .sum()
 would hide a backward that returns zeros for softmax, whose true gradient of a sum is
 exactly zero) and compares every input's gradient, element by element. A failure
@@ -55,6 +56,14 @@ def check_against_torch(
         assert ours.device == device, f"{what} is on {ours.device}, its inputs on {device}"
         assert_close(what, ours.numpy(), theirs.detach().numpy(), rtol, atol)
 
+    # ----- no gradient at all (comparisons, argmax): neither side may offer one
+    if not any(y.requires_grad for y in torch_out):
+        for k, ours in enumerate(tl_out):
+            assert not ours.requires_grad and ours.creator is None, (
+                f"{name}: output {k} requires grad in tensorlab; PyTorch's takes no gradient"
+            )
+        return tl_out, torch_out
+
     # ----- backward: the same random upstream gradient for both
     rng = np.random.default_rng(upstream_seed)
     upstream = [rng.standard_normal(tuple(y.shape)).astype(_dtype_name(y.dtype)) for y in torch_out]
@@ -85,6 +94,8 @@ def check_against_torch(
 def assert_close(what, ours, theirs, rtol, atol):
     """Element-by-element |ours - theirs| <= atol + rtol * |theirs| (NaN matches NaN), with a clear report."""
     ours, theirs = np.asarray(ours), np.asarray(theirs)
+    if ours.dtype.kind in "biu" and theirs.dtype.kind in "biu":  # booleans and indices: compared exactly
+        ours, theirs, rtol, atol = ours.astype(np.float64), theirs.astype(np.float64), 0, 0
     assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} in tensorlab, {theirs.shape} in PyTorch"
     close = np.isclose(ours, theirs, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():

@@ -8,6 +8,8 @@ on every backend (NumPy; CuPy too on a GPU). test_every_exported_op_has_cases fa
 op is added to functional.__all__ without cases here, so no op escapes both checks.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,13 @@ from reference import assert_close, check_against_torch, torch_index
 import tensorlab
 import tensorlab.backend
 import tensorlab.functional as F
+from tensorlab.ops import elementwise as _ew
+from tensorlab.ops.axes import expand_reduced
+from tensorlab.ops.broadcast import unbroadcast
+from tensorlab.ops.cross_entropy import CrossEntropy
+from tensorlab.ops.losses import BinaryCrossEntropy, BinaryCrossEntropyWithLogits, MseLoss, NllLoss
+from tensorlab.ops.reduce import Min, Std, Var
+from tensorlab.ops.shape import BroadcastTo, Reshape
 
 _rng = np.random.default_rng(20261121)
 
@@ -41,6 +50,18 @@ def with_tie(x, i, j):
     x = x.copy()
     x.flat[j] = x.flat[i]
     return x
+
+
+def probabilities(*shape):
+    """Values in [0.05, 0.95]: inside binary_cross_entropy's domain, away from its clamped logs."""
+    return np.asarray(_rng.uniform(0.05, 0.95, shape))
+
+
+def with_ties(a, b, every=3):
+    """b with every `every`-th element set equal to a's (ties for maximum, minimum and the comparisons)."""
+    b = b.copy()
+    b.flat[::every] = a.flat[::every]
+    return b
 
 
 def ids(high, *shape):
@@ -69,11 +90,16 @@ def torch_rope(x, cos, sin):
 
 
 class Case:
-    """One call of an op: the tensorlab function, the PyTorch one, the inputs (see check_against_torch)."""
+    """One call of an op: the tensorlab function, the PyTorch one, the inputs (see check_against_torch).
 
-    def __init__(self, label, tl_fn, torch_fn, *inputs, f32_atol=None):
+    kink=True: an input sits where the op has no derivative and PyTorch's rule picks a value (clamp's
+    limits, leaky_relu's 0, 0 ** 0, a 3-way tie for the minimum); central differences average the two
+    sides there, so gradcheck cannot judge the row and PyTorch alone does.
+    """
+
+    def __init__(self, label, tl_fn, torch_fn, *inputs, f32_atol=None, kink=False):
         self.label, self.tl_fn, self.torch_fn, self.inputs = label, tl_fn, torch_fn, inputs
-        self.f32_atol = f32_atol
+        self.f32_atol, self.kink = f32_atol, kink
 
 
 class SeededDropout:
@@ -105,6 +131,22 @@ def _softmax_masked(f, value):
 ROW_MASK = np.array([[False, True, False, True, False], [True] * 5, [False] * 5])  # row 1 fully masked
 BOOL_2D = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
 TARGETS_IGNORED = np.array([[1, -100, 3], [0, 0, -100]])
+COMPARED_A = randn(3, 4)
+COMPARED_B = with_ties(COMPARED_A, randn(3, 4))
+TIED = np.array([[2.0, 2.0, 1.0, 2.0], [0.5, 3.0, -1.0, 3.0], [1.0, 0.0, -2.0, 0.0]])  # 3-way, 2-way, 2-way ties
+NO_GRADIENT = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"}  # their outputs are indices or booleans
+
+
+def _comparison_cases(name, torch_fn):
+    tl_fn = getattr(F, name)
+    return [
+        Case("with-ties", tl_fn, torch_fn, COMPARED_A, COMPARED_B),
+        Case("broadcast", tl_fn, torch_fn, COMPARED_A, COMPARED_B[1]),
+        Case("python-scalar", lambda x: tl_fn(x, 0.25), lambda x: torch_fn(x, 0.25), np.array([-1.0, 0.25, 2.0])),
+        Case("ints", tl_fn, torch_fn, np.array([[1, 2, 3]]), np.array([[3], [2]])),
+    ]
+
+
 DROPOUT_03, DROPOUT_07 = SeededDropout(0.3), SeededDropout(0.7, seed=11)
 
 CASES = {
@@ -143,6 +185,40 @@ CASES = {
         Case("inverse", lambda x: F.pow(x, -1), lambda x: x**-1, away_from_zero(2, 3)),
         Case("negative-fraction", lambda x: F.pow(x, -1.5), lambda x: x**-1.5, positive(4)),
         Case("zero-exponent-at-0", lambda x: F.pow(x, 0), lambda x: x**0, np.array([0.0, 1.5, -2.0])),
+        Case("tensor-exponent", F.pow, torch.pow, positive(3, 4), randn(3, 4)),
+        Case("tensor-exponent-broadcast", F.pow, torch.pow, positive(3, 1), randn(4)),
+        Case("number-base", lambda e: F.pow(2.5, e), lambda e: torch.pow(2.5, e), randn(2, 3)),
+        Case("base-0-exponent-2", F.pow, torch.pow, np.array([0.0, 0.0, 1.5]), np.array([2.0, 3.0, 0.0])),
+        Case("0-to-the-0", F.pow, torch.pow, np.array([0.0, 2.0]), np.array([0.0, 0.0]), kink=True),
+    ],
+    "maximum": [
+        Case("with-ties", F.maximum, torch.maximum, COMPARED_A, COMPARED_B),
+        Case("broadcast", F.maximum, torch.maximum, randn(3, 1), randn(4)),
+        Case("broadcast-ties", F.maximum, torch.maximum, TIED, TIED[0]),
+        Case(
+            "python-scalar",
+            lambda x: F.maximum(x, 0.5),
+            lambda x: torch.maximum(x, torch.tensor(0.5, dtype=x.dtype)),
+            np.array([-1.0, 0.5, 2.0]),
+        ),
+    ],
+    "minimum": [
+        Case("with-ties", F.minimum, torch.minimum, COMPARED_A, COMPARED_B),
+        Case("broadcast", F.minimum, torch.minimum, randn(2, 1, 3), randn(4, 1)),
+        Case("broadcast-ties", F.minimum, torch.minimum, TIED, TIED[:, :1]),
+    ],
+    "clamp": [
+        Case("both", lambda x: F.clamp(x, -0.5, 0.7), lambda x: x.clamp(-0.5, 0.7), randn(3, 4)),
+        Case("min-only", lambda x: F.clamp(x, min=0.1), lambda x: x.clamp(min=0.1), randn(3, 4)),
+        Case("max-only", lambda x: F.clamp(x, max=-0.2), lambda x: x.clamp(max=-0.2), randn(5)),
+        Case("min-above-max", lambda x: F.clamp(x, 1.0, -1.0), lambda x: x.clamp(1.0, -1.0), randn(4)),
+        Case(  # the gradient passes at the limits themselves
+            "at-the-limits",
+            lambda x: F.clamp(x, -0.5, 0.75),
+            lambda x: x.clamp(-0.5, 0.75),
+            np.array([-1.0, -0.5, 0.0, 0.75, 1.0]),
+            kink=True,
+        ),
     ],
     # ----- pointwise functions
     "exp": [Case("matrix", F.exp, torch.exp, randn(3, 4))],
@@ -154,6 +230,17 @@ CASES = {
         Case("large", F.sigmoid, torch.sigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
     ],
     "relu": [Case("matrix", F.relu, torch.relu, away_from_zero(3, 4))],
+    "leaky_relu": [
+        Case("default-slope", F.leaky_relu, TF.leaky_relu, away_from_zero(3, 4)),
+        Case("slope", lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2), away_from_zero(5)),
+        Case(
+            "at-0",
+            lambda x: F.leaky_relu(x, 0.2),
+            lambda x: TF.leaky_relu(x, 0.2),
+            np.array([-1.0, 0.0, 2.0]),
+            kink=True,
+        ),
+    ],
     "silu": [
         Case("matrix", F.silu, TF.silu, randn(3, 4, scale=3)),
         Case("large", F.silu, TF.silu, np.array([-80.0, -20.0, 0.0, 20.0, 80.0])),  # no overflow in the tails
@@ -174,9 +261,11 @@ CASES = {
         Case("axes-neg", lambda x: F.sum(x, axis=(-3, -1)), lambda x: x.sum((-3, -1)), randn(2, 3, 4)),
         Case("keepdims", lambda x: F.sum(x, axis=1, keepdims=True), lambda x: x.sum(1, keepdim=True), randn(2, 3, 4)),
         Case("size-1-axis", lambda x: F.sum(x, axis=1), lambda x: x.sum(1), randn(3, 1, 2)),
+        Case("0-d-axis-neg", lambda x: F.sum(x, axis=-1), lambda x: x.sum(-1), randn()),
     ],
     "mean": [
         Case("all", F.mean, torch.mean, randn(2, 3, 4)),
+        Case("0-d-axis-0", lambda x: F.mean(x, axis=0), lambda x: x.mean(0), randn()),
         Case("axis-neg", lambda x: F.mean(x, axis=-1), lambda x: x.mean(-1), randn(3, 4)),
         Case(
             "axes-keepdims",
@@ -200,8 +289,101 @@ CASES = {
             randn(2, 3, 4),
         ),
         Case("size-1-axis", lambda x: F.max(x, axis=0), lambda x: x.amax(0), randn(1, 4)),
+        Case("0-d-axis-0", lambda x: F.max(x, axis=0), lambda x: x.amax(0), randn()),
     ],
+    "min": [  # torch.amin: tied minima share the gradient equally
+        Case(
+            "axis-neg-with-ties",
+            lambda x: F.min(x, axis=-1),
+            lambda x: x.amin(-1),
+            with_tie(with_tie(randn(3, 4), 0, 2), 9, 10),
+        ),
+        # a 3-way tie: each gets 1/3, central differences see 1/2 (a kink, as any tie of 3)
+        Case("three-way-tie", lambda x: F.min(x, axis=-1), lambda x: x.amin(-1), -TIED, kink=True),
+        Case("all", F.min, torch.amin, randn(2, 3, 4)),
+        Case(
+            "axes-keepdims",
+            lambda x: F.min(x, axis=(0, 2), keepdims=True),
+            lambda x: x.amin((0, 2), keepdim=True),
+            randn(2, 3, 4),
+        ),
+        Case("0-d-axis-0", lambda x: F.min(x, axis=0), lambda x: x.amin(0), randn()),
+    ],
+    "var": [  # correction=1 (unbiased) by default, as PyTorch
+        Case("all", F.var, torch.var, randn(3, 4)),
+        Case("axis-keepdims", lambda x: F.var(x, axis=1, keepdims=True), lambda x: x.var(1, keepdim=True), randn(3, 4)),
+        Case(
+            "axes-correction-0",
+            lambda x: F.var(x, axis=(0, 2), correction=0),
+            lambda x: x.var((0, 2), correction=0),
+            randn(2, 3, 4),
+        ),
+        Case("correction-2", lambda x: F.var(x, axis=-1, correction=2), lambda x: x.var(-1, correction=2), randn(2, 5)),
+    ],
+    "std": [
+        Case("all", F.std, torch.std, randn(3, 4)),
+        Case("axis-neg", lambda x: F.std(x, axis=-1), lambda x: x.std(-1), randn(2, 3, 4)),
+        Case(
+            "correction-0-keepdims",
+            lambda x: F.std(x, axis=0, keepdims=True, correction=0),
+            lambda x: x.std(0, keepdim=True, correction=0),
+            randn(4, 3),
+        ),
+        Case(
+            "constant-row", lambda x: F.std(x, axis=1), lambda x: x.std(1), np.array([[1.5, 1.5, 1.5], [1.0, 2.0, 4.0]])
+        ),
+    ],
+    "argmax": [
+        Case("all", F.argmax, torch.argmax, randn(3, 4)),
+        Case(
+            "axis-keepdims-ties",
+            lambda x: F.argmax(x, axis=1, keepdims=True),
+            lambda x: x.argmax(1, keepdim=True),
+            TIED,
+        ),
+        Case("axis-0", lambda x: F.argmax(x, axis=0), lambda x: x.argmax(0), randn(3, 4)),
+        Case("0-d", lambda x: F.argmax(x, axis=-1), lambda x: x.argmax(-1), randn()),
+    ],
+    "argmin": [
+        Case("all-keepdims", lambda x: F.argmin(x, keepdims=True), lambda x: x.argmin(keepdim=True), randn(3, 4)),
+        Case("axis-neg-ties", lambda x: F.argmin(x, axis=-1), lambda x: x.argmin(-1), -TIED),
+    ],
+    # ----- comparisons: boolean tensors that take no gradient
+    "eq": _comparison_cases("eq", torch.eq),
+    "ne": _comparison_cases("ne", torch.ne),
+    "lt": _comparison_cases("lt", torch.lt),
+    "le": _comparison_cases("le", torch.le),
+    "gt": _comparison_cases("gt", torch.gt),
+    "ge": _comparison_cases("ge", torch.ge),
     # ----- shape ops
+    "broadcast_to": [
+        Case(
+            "new-and-size-1-axes",
+            lambda x: F.broadcast_to(x, (2, 3, 4)),
+            lambda x: x.broadcast_to((2, 3, 4)),
+            randn(3, 1),
+        ),
+        Case("minus-1-keeps", lambda x: F.broadcast_to(x, (2, -1, 4)), lambda x: x.expand(2, -1, 4), randn(3, 1)),
+        Case("from-0-d", lambda x: F.broadcast_to(x, (2, 3)), lambda x: x.expand(2, 3), randn()),
+    ],
+    "squeeze": [
+        Case("all", F.squeeze, torch.squeeze, randn(1, 3, 1)),
+        Case("axis", lambda x: F.squeeze(x, 0), lambda x: x.squeeze(0), randn(1, 3, 1)),
+        Case("axis-not-size-1-stays", lambda x: F.squeeze(x, 1), lambda x: x.squeeze(1), randn(1, 3, 1)),
+        Case("axes", lambda x: F.squeeze(x, (0, -1)), lambda x: x.squeeze((0, -1)), randn(1, 2, 1)),
+    ],
+    "unsqueeze": [
+        Case("front", lambda x: F.unsqueeze(x, 0), lambda x: x.unsqueeze(0), randn(2, 3)),
+        Case("last", lambda x: F.unsqueeze(x, -1), lambda x: x.unsqueeze(-1), randn(2, 3)),
+        Case("middle", lambda x: F.unsqueeze(x, 1), lambda x: x.unsqueeze(1), randn(2, 3)),
+        Case("0-d", lambda x: F.unsqueeze(x, 0), lambda x: x.unsqueeze(0), randn()),
+    ],
+    "flatten": [
+        Case("all", F.flatten, torch.flatten, randn(2, 3, 4)),
+        Case("middle", lambda x: F.flatten(x, 1, 2), lambda x: x.flatten(1, 2), randn(2, 3, 4, 2)),
+        Case("from-axis-neg", lambda x: F.flatten(x, -2), lambda x: x.flatten(-2), randn(2, 3, 4)),
+        Case("0-d", F.flatten, torch.flatten, randn()),
+    ],
     "reshape": [
         Case("infer", lambda x: F.reshape(x, (4, -1)), lambda x: x.reshape(4, -1), randn(2, 3, 4)),
         Case("add-size-1", lambda x: F.reshape(x, (2, 1, 3)), lambda x: x.reshape(2, 1, 3), randn(6)),
@@ -215,6 +397,7 @@ CASES = {
     "swapaxes": [
         Case("first-last", lambda x: F.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1), randn(2, 3, 4)),
         Case("last-two", lambda x: F.swapaxes(x, -2, -1), lambda x: x.transpose(-2, -1), randn(3, 4)),
+        Case("0-d", lambda x: F.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1), randn()),
     ],
     "getitem": [
         Case(
@@ -278,6 +461,7 @@ CASES = {
         Case("even", lambda x: F.chunk(x, 2), lambda x: torch.chunk(x, 2), randn(4, 3)),
         Case("uneven-axis-neg", lambda x: F.chunk(x, 3, axis=-1), lambda x: torch.chunk(x, 3, dim=-1), randn(2, 7)),
         Case("fewer-pieces", lambda x: F.chunk(x, 4), lambda x: torch.chunk(x, 4), randn(6, 2)),
+        Case("empty-axis", lambda x: F.chunk(x, 3), lambda x: torch.chunk(x, 3), randn(0, 2)),
     ],
     # ----- matrix product: vectors, batches, broadcast batch axes
     "matmul": [
@@ -326,6 +510,7 @@ CASES = {
         Case("axis-neg-2", lambda x: F.softmax(x, axis=-2), lambda x: torch.softmax(x, -2), randn(2, 4, 3)),
         Case("size-1-axis", F.softmax, lambda x: torch.softmax(x, -1), randn(3, 1)),
         Case("large-logits", F.softmax, lambda x: torch.softmax(x, -1), randn(2, 4, scale=50)),
+        Case("0-d", lambda x: F.softmax(x, axis=0), lambda x: torch.softmax(x, 0), randn()),
         Case(
             "masked-rows",
             _softmax_masked(F.softmax, -1e9),
@@ -338,6 +523,7 @@ CASES = {
         Case("last-axis", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(3, 5)),
         Case("axis-0", lambda x: F.log_softmax(x, axis=0), lambda x: torch.log_softmax(x, 0), randn(4, 3)),
         Case("large-logits", F.log_softmax, lambda x: torch.log_softmax(x, -1), randn(2, 4, scale=50)),
+        Case("0-d", lambda x: F.log_softmax(x, axis=-1), lambda x: torch.log_softmax(x, -1), randn()),
         # only a fully masked row: a partly masked one puts -1e9 in the output, beyond what
         # finite differences can resolve
         Case(
@@ -365,6 +551,130 @@ CASES = {
             np.array([2, 0, 1, 2, 1]),
         ),
         Case("large-logits", F.cross_entropy, TF.cross_entropy, randn(3, 4, scale=40), np.array([3, 0, 2])),
+        Case(
+            "sum-ignore-0",
+            lambda x, t: F.cross_entropy(x, t, ignore_index=0, reduction="sum"),
+            lambda x, t: TF.cross_entropy(x, t, ignore_index=0, reduction="sum"),
+            randn(5, 3),
+            np.array([2, 0, 1, 0, 1]),
+        ),
+        Case(
+            "none-ignored",
+            lambda x, t: F.cross_entropy(x, t, reduction="none"),
+            lambda x, t: TF.cross_entropy(x.reshape(-1, 4), t.reshape(-1), reduction="none").reshape(2, 3),
+            randn(2, 3, 4),
+            TARGETS_IGNORED,
+        ),
+        Case(
+            "label-smoothing-ignore-minus-1",
+            lambda x, t: F.cross_entropy(x, t, ignore_index=-1, label_smoothing=0.2),
+            lambda x, t: TF.cross_entropy(x, t, ignore_index=-1, label_smoothing=0.2),
+            randn(4, 5),
+            np.array([1, -1, 4, 1]),
+        ),
+        Case(
+            "label-smoothing-none-ignore-7",
+            lambda x, t: F.cross_entropy(x, t, ignore_index=7, reduction="none", label_smoothing=0.1),
+            lambda x, t: TF.cross_entropy(x, t, ignore_index=7, reduction="none", label_smoothing=0.1),
+            randn(4, 3),
+            np.array([7, 2, 0, 7]),
+        ),
+        Case(
+            "label-smoothing-sum",
+            lambda x, t: F.cross_entropy(x, t, reduction="sum", label_smoothing=1.0),
+            lambda x, t: TF.cross_entropy(x, t, reduction="sum", label_smoothing=1.0),
+            randn(3, 4),
+            np.array([3, 0, 2]),
+        ),
+    ],
+    "nll_loss": [  # class axis last, as cross_entropy
+        Case("rows", F.nll_loss, TF.nll_loss, randn(4, 5), np.array([1, 0, 4, 1])),
+        Case(
+            "batch-time-ignored",
+            F.nll_loss,
+            lambda x, t: TF.nll_loss(x.reshape(-1, 4), t.reshape(-1)),
+            randn(2, 3, 4),
+            TARGETS_IGNORED,
+        ),
+        Case(
+            "sum-ignore-2",
+            lambda x, t: F.nll_loss(x, t, ignore_index=2, reduction="sum"),
+            lambda x, t: TF.nll_loss(x, t, ignore_index=2, reduction="sum"),
+            randn(5, 3),
+            np.array([2, 0, 1, 2, 1]),
+        ),
+        Case(
+            "none",
+            lambda x, t: F.nll_loss(x, t, reduction="none"),
+            lambda x, t: TF.nll_loss(x, t, reduction="none"),
+            randn(3, 4),
+            np.array([3, -100, 0]),
+        ),
+    ],
+    "mse_loss": [
+        Case("mean", F.mse_loss, TF.mse_loss, randn(3, 4), randn(3, 4)),
+        Case(
+            "sum",
+            lambda x, t: F.mse_loss(x, t, "sum"),
+            lambda x, t: TF.mse_loss(x, t, reduction="sum"),
+            randn(5),
+            randn(5),
+        ),
+        Case(
+            "none",
+            lambda x, t: F.mse_loss(x, t, "none"),
+            lambda x, t: TF.mse_loss(x, t, reduction="none"),
+            randn(2, 3),
+            randn(2, 3),
+        ),
+    ],
+    "binary_cross_entropy": [
+        Case("mean", F.binary_cross_entropy, TF.binary_cross_entropy, probabilities(3, 4), probabilities(3, 4)),
+        Case(
+            "sum-hard-targets",
+            lambda p, t: F.binary_cross_entropy(p, t, "sum"),
+            lambda p, t: TF.binary_cross_entropy(p, t, reduction="sum"),
+            probabilities(5),
+            np.array([0.0, 1.0, 1.0, 0.0, 1.0]),
+        ),
+        Case(
+            "none",
+            lambda p, t: F.binary_cross_entropy(p, t, "none"),
+            lambda p, t: TF.binary_cross_entropy(p, t, reduction="none"),
+            probabilities(2, 3),
+            probabilities(2, 3),
+        ),
+        Case(  # the logs clamped at -100, the gradient's guard p (1 - p) >= 1e-12
+            "p-0-and-1",
+            lambda p, t: F.binary_cross_entropy(p, t, "none"),
+            lambda p, t: TF.binary_cross_entropy(p, t, reduction="none"),
+            np.array([0.0, 1.0, 0.0, 1.0, 0.5]),
+            np.array([0.0, 1.0, 0.3, 0.6, 0.5]),
+            kink=True,
+        ),
+    ],
+    "binary_cross_entropy_with_logits": [
+        Case(
+            "mean",
+            F.binary_cross_entropy_with_logits,
+            TF.binary_cross_entropy_with_logits,
+            randn(3, 4, scale=3),
+            probabilities(3, 4),
+        ),
+        Case(
+            "large-logits-none",
+            lambda x, t: F.binary_cross_entropy_with_logits(x, t, "none"),
+            lambda x, t: TF.binary_cross_entropy_with_logits(x, t, reduction="none"),
+            np.array([-80.0, -30.0, 0.0, 30.0, 80.0]),
+            np.array([1.0, 0.0, 0.5, 1.0, 0.2]),
+        ),
+        Case(
+            "sum",
+            lambda x, t: F.binary_cross_entropy_with_logits(x, t, "sum"),
+            lambda x, t: TF.binary_cross_entropy_with_logits(x, t, reduction="sum"),
+            randn(4),
+            probabilities(4),
+        ),
     ],
     "embedding": [
         Case("repeated-ids", F.embedding, TF.embedding, np.array([[0, 3, 3], [4, 0, 3]]), randn(5, 4)),
@@ -445,12 +755,24 @@ def test_every_exported_op_has_cases():
     assert all(CASES[op] for op in F.__all__)
 
 
-@pytest.mark.parametrize("case", CASE_PARAMS)
+# gradcheck judges every row but those of ops without a gradient (check_against_torch checks that they
+# offer none) and the rows at a kink (see Case); PyTorch judges those
+GRADCHECK_PARAMS = [
+    pytest.param(case, id=f"{op}-{case.label}")
+    for op, cases in CASES.items()
+    for case in cases
+    if op not in NO_GRADIENT and not case.kink
+]
+
+
+@pytest.mark.parametrize("case", GRADCHECK_PARAMS)
 def test_gradcheck(case, backend):
+    run_gradcheck(case, backend.device)
+
+
+def run_gradcheck(case, device):
     inputs = [
-        tensorlab.tensor(x, requires_grad=x.dtype.kind == "f", device=backend.device)
-        if isinstance(x, np.ndarray)
-        else x
+        tensorlab.tensor(x, requires_grad=x.dtype.kind == "f", device=device) if isinstance(x, np.ndarray) else x
         for x in case.inputs
     ]
     tensorlab.gradcheck(_single_output(case.tl_fn), inputs)
@@ -458,7 +780,11 @@ def test_gradcheck(case, backend):
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_against_torch_float64(case, backend):
-    check_against_torch(case.tl_fn, case.torch_fn, case.inputs, device=backend.device, name=case.label)
+    run_against_torch(case, backend.device)
+
+
+def run_against_torch(case, device):
+    check_against_torch(case.tl_fn, case.torch_fn, case.inputs, device=device, name=case.label)
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
@@ -473,6 +799,110 @@ def test_against_torch_float32(case, backend):
         atol=case.f32_atol,
         name=case.label,
     )
+
+
+# ----- a planted wrong backward for each op of issue 23: the table's rows must catch it -------------------------
+
+
+def _pow_forgets_the_log(self, gy):  # gb = gy * y, the ln(a) factor forgotten
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 in the row at 0 ** 0
+        ga = gy * self.b * self.a ** (self.b - 1)
+    return unbroadcast(ga, self.a.shape), unbroadcast(gy * self.y, self.b.shape)
+
+
+def _tie_goes_to_a(self, gy):  # a tie gives all of gy to a instead of half to each
+    a_wins = self.a >= self.b if self.pick == "maximum" else self.a <= self.b
+    ga = gy * a_wins
+    return unbroadcast(ga, self.a.shape), unbroadcast(gy - ga, self.b.shape)
+
+
+def _ties_each_take_all(self, gy):  # every tied extreme gets all of gy: the ties are not shared
+    return expand_reduced(gy, self.x.shape, self.axes) * (self.x == self.y)
+
+
+def _var_divides_by_n(self, gy):  # the backward forgets the correction: 2 (x - m) / n
+    return expand_reduced(gy, self.x_shape, self.axes) * (2 * self.centered / self.count())
+
+
+def _std_forgets_the_sqrt(self, gy):  # var's gradient, without the chain rule through sqrt: 1 / (2 y)
+    return expand_reduced(gy, self.x_shape, self.axes) * (2 * self.centered / self.dof)
+
+
+def _broadcast_to_averages(self, gy):  # the copies' gradients averaged instead of added
+    return unbroadcast(gy, self.x_shape) * (math.prod(self.x_shape) / gy.size)
+
+
+def _reshape_reverses(self, gy):  # the gradient laid back in the wrong order (squeeze, unsqueeze, flatten)
+    return gy.reshape(-1)[::-1].reshape(self.x_shape)
+
+
+_ORIGINAL = {op: op.backward for op in (NllLoss, CrossEntropy, BinaryCrossEntropy)}  # before any plant
+
+
+def _mean_over_every_row(self, gy):  # 'mean' divides by all rows, the ignored ones too
+    self.count = np.asarray(float(len(self.t)), dtype=gy.dtype)
+    return _ORIGINAL[NllLoss](self, gy)
+
+
+def _smoothing_forgotten(self, gy):  # the backward of the one-hot target, whatever the smoothing
+    self.smoothing = 0.0
+    return _ORIGINAL[CrossEntropy](self, gy)
+
+
+def _target_gradient_sign_flipped(self, gy):
+    gp, gt = _ORIGINAL[BinaryCrossEntropy](self, gy)
+    return gp, -gt
+
+
+PLANTED_BACKWARDS = {  # op: (the Function class, a wrong backward as a student might write it)
+    "pow": (_ew.PowTensor, _pow_forgets_the_log),
+    "maximum": (_ew.Maximum, _tie_goes_to_a),
+    "minimum": (_ew.Minimum, _tie_goes_to_a),
+    "clamp": (_ew.Clamp, lambda self, gy: gy),  # the gradient passes outside the limits too
+    "leaky_relu": (_ew.LeakyRelu, lambda self, gy: gy * self.positive),  # relu's: the slope forgotten
+    "min": (Min, _ties_each_take_all),
+    "var": (Var, _var_divides_by_n),
+    "std": (Std, _std_forgets_the_sqrt),
+    "broadcast_to": (BroadcastTo, _broadcast_to_averages),
+    "squeeze": (Reshape, _reshape_reverses),
+    "unsqueeze": (Reshape, _reshape_reverses),
+    "flatten": (Reshape, _reshape_reverses),
+    "nll_loss": (NllLoss, _mean_over_every_row),
+    "mse_loss": (MseLoss, lambda self, gy: (self.d * self.loss_grad(gy), -self.d * self.loss_grad(gy))),  # no 2
+    "binary_cross_entropy": (BinaryCrossEntropy, _target_gradient_sign_flipped),
+    "binary_cross_entropy_with_logits": (  # the mean's 1/n forgotten
+        BinaryCrossEntropyWithLogits,
+        lambda self, gy: (gy * (0.5 * (np.tanh(0.5 * self.x) + 1) - self.target), -gy * self.x),
+    ),
+    "cross_entropy": (CrossEntropy, _smoothing_forgotten),
+}
+ISSUE_23_OPS = {  # the ops issue 23 added or extended; each with a backward has a plant above
+    *("pow", "maximum", "minimum", "clamp", "leaky_relu", "min", "var", "std", "argmax", "argmin"),
+    *("eq", "ne", "lt", "le", "gt", "ge", "broadcast_to", "squeeze", "unsqueeze", "flatten"),
+    *("nll_loss", "mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy"),
+}
+
+
+def test_every_op_of_issue_23_with_a_gradient_has_a_planted_backward():
+    assert set(PLANTED_BACKWARDS) == ISSUE_23_OPS - NO_GRADIENT
+
+
+@pytest.mark.parametrize("op", sorted(PLANTED_BACKWARDS))
+def test_a_planted_wrong_backward_is_caught_by_the_table(op, monkeypatch):
+    """Each plant fails at least one row, in gradcheck or against PyTorch, and names the op's row; without
+    the plant every row passes (the tests above)."""
+    cls, wrong = PLANTED_BACKWARDS[op]
+    monkeypatch.setattr(cls, "backward", wrong)
+    caught = []
+    for case in CASES[op]:
+        checks = [run_against_torch] + ([] if case.kink else [run_gradcheck])
+        for check in checks:
+            try:
+                check(case, "cpu")
+            except AssertionError as error:  # GradcheckError is one too
+                caught.append(f"{check.__name__}({case.label}): {str(error).splitlines()[0]}")
+    assert caught, f"{op}: a wrong {cls.__name__}.backward passed every row of the table"
+    assert any("run_against_torch" in line for line in caught), caught
 
 
 def _host(array):

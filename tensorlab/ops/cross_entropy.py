@@ -2,21 +2,36 @@
 
 For one row of logits x (V classes) and target class t:
     loss = -log softmax(x)_t = logsumexp(x) - x_t
-and the mean over the N rows whose target is not `ignore_index`. The backward is the
-famous  gx = (softmax(x) - onehot(t)) / N : we subtract 1 at the target instead of
-building the one-hot matrix.
+With label smoothing e the target is (1 - e) onehot(t) + e / V everywhere, so
+    loss = (1 - e) (logsumexp(x) - x_t) + e (logsumexp(x) - mean_c x_c).
+Rows whose target is ignore_index count for nothing. reduction 'mean' (the default) averages over
+the N rows that are not ignored, 'sum' adds them, 'none' gives each row's loss (0 where ignored).
+The backward is the famous  gx = w (softmax(x) - (1 - e) onehot(t) - e / V), w = gy / N for the
+mean: we subtract at the target instead of building the one-hot matrix.
 """
+
+import numpy as np
 
 from tensorlab import backend, threads
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
+REDUCTIONS = {"mean": lambda losses: losses.mean(), "sum": lambda losses: losses.sum(), "none": lambda losses: losses}
+
+
+def check_reduction(op_name, reduction):
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op_name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
 
 class CrossEntropy(Function):
     name = "cross_entropy"
 
-    def __init__(self, ignore_index=-100, targets_checked=False):
-        self.ignore_index = ignore_index
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0, targets_checked=False):
+        check_reduction("cross_entropy", reduction)
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        self.ignore_index, self.reduction, self.smoothing = ignore_index, reduction, label_smoothing
         self.targets_checked = targets_checked  # True: the caller checked the targets on the host before moving them
 
     def forward(self, logits, targets):
@@ -26,7 +41,7 @@ class CrossEntropy(Function):
         vocab = logits.shape[-1]
         x = logits.reshape(-1, vocab)  # (N, V)
         t = targets.reshape(-1)  # (N,)
-        self.valid = t != self.ignore_index
+        self.valid = ~ignored(t, self.ignore_index)
         self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
         self.p = xp.empty_like(x)  # softmax, (N, V)
@@ -39,45 +54,73 @@ class CrossEntropy(Function):
             logsumexp[b] = xp.log(total) + m
 
         threads.for_each_block(rows, backend.cache_blocks(len(t), 3 * vocab * x.itemsize, x))
-        nll = logsumexp[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
+        losses = logsumexp[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
+        if self.smoothing:
+            smooth = logsumexp[:, 0] - x.mean(axis=-1)  # -mean_c log softmax(x)_c
+            losses = (1 - self.smoothing) * losses + self.smoothing * smooth
+        losses = xp.where(self.valid, losses, x.dtype.type(0))
         self.count = self.valid.sum(dtype=logits.dtype)  # a 0-d array: stays on the device
         self.logits_shape = logits.shape
-        loss = (nll * self.valid).sum() / xp.maximum(self.count, 1)
+        if self.reduction == "none":
+            return losses.reshape(targets.shape)
+        if self.reduction == "sum":
+            return xp.asarray(losses.sum(), dtype=logits.dtype)
+        loss = losses.sum() / xp.maximum(self.count, 1)
         loss = xp.where(self.count > 0, loss, float("nan"))  # every target ignored: NaN, as in PyTorch
         return xp.asarray(loss, dtype=logits.dtype)
 
     def backward(self, gy):
-        # loss = mean_n (logsumexp(x_n) - x_n[t_n])  =>  gx_n = gy * (softmax(x_n) - onehot(t_n)) / N
-        # (every target ignored: the loss is NaN as in PyTorch, but the gradient is 0, not 0/0)
-        scale = (gy / backend.array_module(gy).maximum(self.count, 1)) * self.valid[:, None]  # (N, 1); ignored: 0
-        gx = self.p * scale
-        gx[self.rows, self.t] -= scale[:, 0]
+        # loss_n = (1 - e) (logsumexp(x_n) - x_n[t_n]) + e (logsumexp(x_n) - mean_c x_n[c])
+        #   =>  gx_n = w_n (softmax(x_n) - (1 - e) onehot(t_n) - e / V),
+        # w_n = gy / N for the mean over the N rows not ignored, gy for the sum, gy_n for 'none'; 0 if ignored
+        # (every target ignored: the mean is NaN as in PyTorch, but the gradient is 0, not 0/0)
+        xp = backend.array_module(gy)
+        if self.reduction == "none":
+            w = gy.reshape(-1, 1)
+        else:
+            w = gy if self.reduction == "sum" else gy / xp.maximum(self.count, 1)
+            w = xp.broadcast_to(w, (len(self.t), 1))
+        w = w * self.valid[:, None]  # (N, 1); ignored rows: 0
+        gx = self.p * w
+        gx[self.rows, self.t] -= (1 - self.smoothing) * w[:, 0]
+        if self.smoothing:
+            gx -= (self.smoothing / self.p.shape[-1]) * w
         return gx.reshape(self.logits_shape), None
 
 
-def check_targets(logits, targets, ignore_index):
+def ignored(targets, ignore_index):
+    """Where targets equal ignore_index; a value outside the targets' dtype (1e12 for int32 ids) matches none."""
+    info = np.iinfo(targets.dtype)
+    if not info.min <= ignore_index <= info.max:
+        return backend.array_module(targets).zeros(targets.shape, dtype=bool)
+    return targets == ignore_index
+
+
+def check_targets(logits, targets, ignore_index, op_name="cross_entropy"):
     """Raise unless `targets` are class ids in [0, V) or ignore_index (on a GPU: one transfer to the host)."""
     if logits.ndim < 1 or logits.dtype.kind != "f":
         raise TypeError(
-            f"cross_entropy: logits must be a floating array of shape (..., V), "
-            f"got shape {logits.shape} and dtype {logits.dtype}"
+            f"{op_name}: {'logits' if op_name == 'cross_entropy' else 'input'} must be a floating array "
+            f"of shape (..., V), got shape {logits.shape} and dtype {logits.dtype}"
         )
     if targets.dtype.kind not in "iu":
         raise TypeError(
-            f"cross_entropy: targets must be integer class ids, got dtype {targets.dtype} "
+            f"{op_name}: targets must be integer class ids, got dtype {targets.dtype} "
             f"(convert with .astype('int64') if they are whole numbers)"
         )
     if targets.shape != logits.shape[:-1]:
         raise ValueError(
-            f"cross_entropy: targets of shape {targets.shape} must have the logits' shape "
-            f"without the class axis, {logits.shape[:-1]} (logits are {logits.shape})"
+            f"{op_name}: targets of shape {targets.shape} must have the input's shape "
+            f"without the class axis, {logits.shape[:-1]} (input is {logits.shape})"
         )
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise TypeError(f"{op_name}: ignore_index must be an int, got {ignore_index!r}")
     vocab = logits.shape[-1]
-    bad = ((targets < 0) | (targets >= vocab)) & (targets != ignore_index)
+    bad = ((targets < 0) | (targets >= vocab)) & ~ignored(targets, ignore_index)
     if bad.any():
         first = tuple(int(i) for i in backend.array_module(bad).argwhere(bad)[0])
         raise ValueError(
-            f"cross_entropy: target {int(targets[first])} at position {first} is out of range; "
+            f"{op_name}: target {int(targets[first])} at position {first} is out of range; "
             f"class ids must be in [0, {vocab - 1}] for {vocab} classes "
             f"(or equal ignore_index={ignore_index})"
         )

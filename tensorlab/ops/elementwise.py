@@ -10,13 +10,15 @@ import numpy as np
 
 from tensorlab import backend, threads
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.ops.dtypes import check_floating, promote
 from tensorlab.tensor import Function
 
 
 class BinaryOp(Function):
-    """Shared by add/sub/mul/div: checks that the shapes broadcast, remembers them."""
+    """Shared by the ops of two operands: casts them to PyTorch's result dtype, checks that they broadcast."""
 
     def __call__(self, a, b):
+        a, b = promote(a, b, true_divide=isinstance(self, Div))
         shapes = [getattr(v, "shape", ()) for v in (a, b)]
         broadcast_shape(type(self).__name__.lower(), *shapes)
         return super().__call__(a, b)
@@ -73,7 +75,7 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """x ** p for a Python number p (the exponent takes no gradient)."""
+    """x ** p for a Python number p (the exponent takes no gradient); PowTensor takes a tensor p."""
 
     def __init__(self, exponent):
         if not isinstance(exponent, (int, float)):
@@ -90,6 +92,84 @@ class Pow(Function):
         if p == 0:
             return backend.array_module(gy).zeros_like(gy)
         return gy * (p * self.x ** (p - 1))
+
+
+class PowTensor(BinaryOp):
+    """a ** b with a tensor exponent b (either operand may be a Python number); both take a gradient."""
+
+    name = "pow"
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.y = a**b
+        return self.y
+
+    def backward(self, gy):
+        # y = a^b  =>  ga = gy * b a^(b-1), 0 where b = 0;  gb = gy * y ln(a), 0 where a = 0 and b >= 0
+        # (the zeros as PyTorch: a^0 = 1 is flat in a, and 0^b = 0 for b > 0; a < 0 gives gb = NaN there too)
+        xp = backend.array_module(gy)
+        a, b, zero = self.a, self.b, gy.dtype.type(0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ga = xp.where(b == 0, zero, gy * b * a ** (b - 1))
+            gb = xp.where((a == 0) & (b >= 0), zero, gy * self.y * xp.log(a))
+        return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
+
+
+class Maximum(BinaryOp):
+    """The larger of a and b, elementwise; Minimum changes only `pick`."""
+
+    pick = "maximum"
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return getattr(backend.array_module(a), self.pick)(a, b)
+
+    def backward(self, gy):
+        # z = max(a, b)  =>  ga = gy where a > b, gb = gy where b > a; at a tie a = b each gets gy / 2
+        # (as torch.maximum: the two halves add up to gy, and neither operand is preferred)
+        a_wins = self.a > self.b if self.pick == "maximum" else self.a < self.b
+        share_a = a_wins.astype(gy.dtype) + (self.a == self.b).astype(gy.dtype) / 2
+        ga = gy * share_a
+        return unbroadcast(ga, self.a.shape), unbroadcast(gy - ga, self.b.shape)
+
+
+class Minimum(Maximum):
+    """The smaller of a and b, elementwise: Maximum's backward with the smaller one winning (ties share)."""
+
+    pick = "minimum"
+
+
+class Clamp(Function):
+    """x limited to [min, max], Python numbers (None: no limit on that side), as torch.clamp.
+
+    min > max gives max everywhere, as in PyTorch. Tensor limits: use maximum and minimum, whose ties
+    share the gradient (torch.clamp with tensor limits gives it all to x; see differences-from-pytorch.md).
+    """
+
+    def __init__(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        for side, limit in (("min", min), ("max", max)):
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))):
+                raise TypeError(
+                    f"clamp: {side} must be a Python number or None, got {type(limit).__name__}; "
+                    f"for tensor limits use maximum(x, low) and minimum(x, high)"
+                )
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be a number (both are None)")
+        self.low, self.high = min, max
+
+    def forward(self, x):
+        xp = backend.array_module(x)
+        y, self.passes = x, xp.ones(x.shape, dtype=bool)
+        if self.low is not None:
+            y, self.passes = xp.maximum(y, self.low), self.passes & (x >= self.low)
+        if self.high is not None:
+            y, self.passes = xp.minimum(y, self.high), self.passes & (x <= self.high)
+        return y
+
+    def backward(self, gy):
+        # y = min(max(x, low), high)  =>  gx = gy where low <= x <= high (the limits themselves included),
+        # else 0 (as torch.clamp; with low > high no x passes, as there)
+        return gy * self.passes
 
 
 class Exp(Function):
@@ -154,10 +234,29 @@ class Relu(Function):
         return gy * self.positive
 
 
+class LeakyRelu(Function):
+    """x where x > 0, negative_slope * x elsewhere."""
+
+    name = "leaky_relu"
+
+    def __init__(self, negative_slope=0.01):
+        self.slope = negative_slope
+
+    def forward(self, x):
+        check_floating("leaky_relu", x)
+        self.positive = x > 0
+        return backend.array_module(x).where(self.positive, x, x * self.slope)
+
+    def backward(self, gy):
+        # y = x if x > 0 else a x  =>  gx = gy where x > 0, else a gy (a at x = 0, as PyTorch)
+        return backend.array_module(gy).where(self.positive, gy, gy * self.slope)
+
+
 class Silu(Function):
     """SiLU (swish): x * sigmoid(x), the gate of the SwiGLU feed-forward block (PaLM, LLaMA)."""
 
     def forward(self, x):
+        check_floating("silu", x)
         self.x = x
         self.s = 0.5 * (backend.array_module(x).tanh(0.5 * x) + 1)  # sigmoid(x), overflow-free as in Sigmoid
         return x * self.s
@@ -176,6 +275,7 @@ class Gelu(Function):
         self.approximate = approximate
 
     def forward(self, x):
+        check_floating("gelu", x)
         xp = backend.array_module(x)
         if self.approximate == "tanh":
             self.x = x

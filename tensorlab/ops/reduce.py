@@ -1,7 +1,10 @@
-"""Reductions: sum, mean and max over one or several axes."""
+"""Reductions: sum, mean, max, min, var and std over one or several axes; argmax and argmin."""
+
+import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops.axes import expand_reduced, normalize_axes
+from tensorlab.ops.dtypes import check_floating
 from tensorlab.tensor import Function
 
 
@@ -16,6 +19,13 @@ class Reduction(Function):
         self.x_shape = x.shape
         return self.reduce(x)
 
+    def count(self):
+        """How many elements each output element reduces over."""
+        n = 1
+        for a in self.axes:
+            n *= self.x_shape[a]
+        return n
+
 
 class Sum(Reduction):
     def reduce(self, x):
@@ -29,27 +39,87 @@ class Sum(Reduction):
 
 class Mean(Reduction):
     def reduce(self, x):
+        check_floating("mean", x)
         return x.mean(axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, gy):
         # y = (1/n) sum_i x_i  =>  gx_i = gy / n, n = number of elements averaged
-        count = 1
-        for a in self.axes:
-            count *= self.x_shape[a]
         xp = backend.array_module(gy)
-        return xp.broadcast_to(expand_reduced(gy, self.x_shape, self.axes) / count, self.x_shape).copy()
+        return xp.broadcast_to(expand_reduced(gy, self.x_shape, self.axes) / self.count(), self.x_shape).copy()
 
 
 class Max(Reduction):
+    pick = "max"  # the array method that reduces; Min changes only this
+
     def reduce(self, x):
-        if x.size == 0:
-            raise ValueError(f"max: cannot reduce an empty array of shape {x.shape}")
+        empty = [a for a in self.axes if x.shape[a] == 0]
+        if empty:
+            raise ValueError(f"{self.pick}: cannot reduce an empty array of shape {x.shape} along axis {empty[0]}")
         self.x = x
-        self.y = x.max(axis=self.axes, keepdims=True)
+        self.y = getattr(x, self.pick)(axis=self.axes, keepdims=True)
         return self.y if self.keepdims else self.y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, gy):
-        # y = max_i x_i  =>  gx_i = gy where x_i is the max, shared equally among ties (as PyTorch)
+        # y = max_i x_i  =>  gx_i = gy where x_i is the max, shared equally among ties (as torch.amax)
         share = (self.x == self.y).astype(gy.dtype)
         share /= share.sum(axis=self.axes, keepdims=True)
         return expand_reduced(gy, self.x.shape, self.axes) * share
+
+
+class Min(Max):
+    """The smallest element: Max's backward, where the picked elements are the minima (as torch.amin)."""
+
+    pick = "min"
+
+
+class Var(Reduction):
+    """Variance with PyTorch's `correction` (1: the unbiased estimate, PyTorch's default; 0: NumPy's default)."""
+
+    def __init__(self, axis=None, keepdims=False, correction=1):
+        super().__init__(axis, keepdims)
+        self.correction = correction
+
+    def reduce(self, x):
+        check_floating(type(self).__name__.lower(), x)
+        self.centered = x - x.mean(axis=self.axes, keepdims=True)
+        self.dof = max(self.count() - self.correction, 0)  # 0 or less: inf or NaN, as PyTorch
+        squares = (self.centered * self.centered).sum(axis=self.axes, keepdims=self.keepdims)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return squares / x.dtype.type(self.dof)
+
+    def backward(self, gy):
+        # y = sum_i (x_i - m)^2 / (n - c), m the mean  =>  gx_i = gy * 2 (x_i - m) / (n - c)
+        # (the terms through m cancel: sum_i (x_i - m) = 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return expand_reduced(gy, self.x_shape, self.axes) * (2 * self.centered / self.dof)
+
+
+class Std(Var):
+    def reduce(self, x):
+        self.y = backend.array_module(x).sqrt(super().reduce(x))
+        return self.y
+
+    def backward(self, gy):
+        # y = sqrt(var)  =>  gx_i = gy * (x_i - m) / ((n - c) y); 0 where y = 0, as PyTorch
+        xp = backend.array_module(gy)
+        y = expand_reduced(self.y, self.x_shape, self.axes)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gx = expand_reduced(gy, self.x_shape, self.axes) * self.centered / (self.dof * y)
+        return xp.where(y == 0, gx.dtype.type(0), gx)
+
+
+def arg_extreme(op_name, x, axis=None, keepdims=False):
+    """argmax or argmin (op_name) of array x: the index of the first extreme element along `axis`,
+    of the flattened array when axis is None, as int64, as torch.argmax. No gradient: an index is a
+    piecewise constant function of x (PyTorch gives none either)."""
+    if axis is not None and not isinstance(axis, int):
+        raise TypeError(f"{op_name}: axis must be None or one int, got {axis!r}")
+    axes = normalize_axes(op_name, axis, x.ndim)
+    xp = backend.array_module(x)
+    if x.ndim == 0:  # axis None, 0 or -1: the index of the only element
+        return xp.zeros((), dtype=xp.int64)
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty:
+        raise ValueError(f"{op_name}: cannot reduce an empty array of shape {x.shape} along axis {empty[0]}")
+    index = getattr(x, op_name)(axis=axis, keepdims=keepdims)
+    return xp.asarray(index, dtype=xp.int64)

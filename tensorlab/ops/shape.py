@@ -4,6 +4,7 @@ import math
 
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
+from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.tensor import Function
 
 
@@ -23,6 +24,28 @@ class Reshape(Function):
     def backward(self, gy):
         # y = x viewed with another shape  =>  gx = gy viewed with x's shape
         return gy.reshape(self.x_shape)
+
+
+class BroadcastTo(Function):
+    """x repeated along new leading axes and along its size-1 axes, as NumPy's broadcast_to (torch.expand)."""
+
+    name = "broadcast_to"
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        if broadcast_shape("broadcast_to", x.shape, self.shape) != self.shape:
+            raise ValueError(
+                f"broadcast_to: an array of shape {x.shape} cannot be broadcast to shape {self.shape}; "
+                f"each axis must match or be 1 in x"
+            )
+        return backend.array_module(x).broadcast_to(x, self.shape).copy()  # a copy: a broadcast view is read-only
+
+    def backward(self, gy):
+        # y = x copied along the broadcast axes  =>  gx = gy summed over the copies (page 3's unbroadcast)
+        return unbroadcast(gy, self.x_shape)
 
 
 class Transpose(Function):
@@ -63,6 +86,7 @@ class GetItem(Function):
     def forward(self, x):
         self.index = _index_on_device(self.index, x)
         _check_integer_arrays_in_bounds(self.index, x.shape)
+        _check_axis_order_is_pytorchs(self.index, x.ndim)
         self.x_shape = x.shape
         try:
             return x[self.index]
@@ -101,6 +125,59 @@ def _index_on_device(index, x):
             )
         moved.append(part)
     return tuple(moved) if isinstance(index, tuple) else moved[0]
+
+
+def _check_axis_order_is_pytorchs(index, ndim):
+    """Raise where NumPy and PyTorch put the axes of an integer-array index in different places.
+
+    Both put the array's axes where the array was when the advanced indices sit side by side, else first.
+    They differ on ints: NumPy counts an int among the advanced indices, PyTorch applies it first (it only
+    drops its axis). So x[1, :, 2:4, idx] has idx's axes first in NumPy (1 and idx are apart) and last in
+    PyTorch (after the int, idx is alone): one line, instead of a silently different shape.
+    """
+    parts = index if isinstance(index, tuple) else (index,)
+    kinds = [_index_kind(part) for part in parts]
+    if "array" not in kinds:
+        return
+    numpy_group = [i for i, kind in enumerate(kinds) if kind in ("array", "int")]
+    torch_kinds = [kind for kind in kinds if kind != "int"]
+    torch_group = [i for i, kind in enumerate(torch_kinds) if kind == "array"]
+    if _side_by_side(numpy_group) or not _side_by_side(torch_group):
+        return  # both keep the arrays' place (an int in the group drops the same axis), or both put them first
+    used = 0  # the axes of x the index consumes, so the axes an Ellipsis stands for are the rest
+    for part, kind in zip(parts, kinds):
+        if kind == "array":
+            used += part.ndim if part.dtype.kind == "b" else 1
+        elif kind == "int" or isinstance(part, slice):
+            used += 1
+    before = 0  # the axes PyTorch's result has before the arrays' axes
+    for part, kind in zip(parts, kinds):
+        if kind == "array":
+            break
+        if part is Ellipsis:
+            before += ndim - used
+        elif kind == "other":
+            before += 1  # a slice keeps an axis, None adds one
+    if before > 0:
+        raise IndexError(
+            f"getitem: index {index!r} mixes ints and integer arrays apart from each other; NumPy puts the "
+            f"arrays' axes first, PyTorch in place of the arrays: index in two steps, the ints first "
+            f"(x[1, :, idx] as x[1][:, idx]), or move the axes yourself"
+        )
+
+
+def _index_kind(part):
+    """'array' (an integer or boolean array of 1 or more dimensions), 'int' (an int or 0-d integer array) or
+    'other' (a slice, None, Ellipsis, a 0-d boolean)."""
+    if hasattr(part, "dtype") and part.dtype.kind in "iub" and part.ndim > 0:
+        return "array"
+    if isinstance(part, int) and not isinstance(part, bool) or hasattr(part, "dtype") and part.dtype.kind in "iu":
+        return "int"
+    return "other"
+
+
+def _side_by_side(positions):
+    return positions == list(range(positions[0], positions[0] + len(positions)))
 
 
 def _check_integer_arrays_in_bounds(index, shape):

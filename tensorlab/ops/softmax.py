@@ -4,8 +4,11 @@ softmax(x)_i = exp(x_i - m) / sum_j exp(x_j - m) for any m; taking m = max_j x_j
 every exponent <= 0, so nothing overflows.
 """
 
+import numpy as np
+
 from tensorlab import backend
-from tensorlab.ops.axes import normalize_axis
+from tensorlab.ops.axes import axis_tuple
+from tensorlab.ops.dtypes import check_floating
 from tensorlab.tensor import Function
 
 
@@ -13,35 +16,30 @@ def exp_and_max(x, axis, out=None):
     """The pair (exp(x - m), m), m = max of x along `axis` (kept); a row that is all -inf uses m = 0.
 
     The one stable softmax core of the engine: softmax, log_softmax, cross_entropy and causal_attention
-    use it. `out` (x itself is fine) receives exp(x - m) instead of a new array.
+    use it. `out` (x itself is fine) receives exp(x - m) instead of a new array. An axis of length 0
+    gives empty results.
     """
     xp = backend.array_module(x)
+    if x.size == 0:
+        return xp.exp(x, out=out), xp.zeros(x.sum(axis=axis, keepdims=True).shape, x.dtype)
     m = x.max(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    e = xp.subtract(x, m, out=out)
+    e = xp.subtract(x, m, out=xp.empty_like(x) if out is None else out)  # an array even when x is 0-d
     return xp.exp(e, out=e), m
-
-
-def check_floating(op_name, x):
-    """TypeError unless x holds floats: probabilities of integers would need a dtype the caller did not choose."""
-    if x.dtype.kind != "f":
-        raise TypeError(
-            f"{op_name}: input must be floating point, got dtype {x.dtype} (shape {x.shape}); "
-            f"convert it first, e.g. x.astype('float32'), as PyTorch asks too"
-        )
 
 
 class Softmax(Function):
     """A row that is entirely -inf (fully masked) gives all zeros and passes no gradient.
 
-    PyTorch gives NaN there; zeros are what attention over nothing should contribute.
+    PyTorch gives NaN there; zeros are what attention over nothing should contribute. The axis of
+    a 0-d x (0 or -1) is x itself, and softmax gives 1, as in PyTorch.
     """
 
     def __init__(self, axis=-1):
         self.axis = axis
 
     def forward(self, x):
-        self.axis = normalize_axis("softmax", self.axis, x.ndim)
+        self.axis = axis_tuple("softmax", self.axis, x.ndim)
         check_floating("softmax", x)
         e, _ = exp_and_max(x, self.axis)
         total = e.sum(axis=self.axis, keepdims=True)
@@ -64,11 +62,12 @@ class LogSoftmax(Function):
         self.axis = axis
 
     def forward(self, x):
-        self.axis = normalize_axis("log_softmax", self.axis, x.ndim)
+        self.axis = axis_tuple("log_softmax", self.axis, x.ndim)
         check_floating("log_softmax", x)
         xp = backend.array_module(x)
         e, m = exp_and_max(x, self.axis)
-        self.y = x - m - xp.log(e.sum(axis=self.axis, keepdims=True))
+        with np.errstate(divide="ignore"):  # log 0 = -inf: an empty axis, or a row all -inf (then NaN)
+            self.y = x - m - xp.log(e.sum(axis=self.axis, keepdims=True))
         return self.y
 
     def backward(self, gy):
