@@ -71,7 +71,9 @@ class TinyTransformerLM(Module):
         if self.config.pos_encoding == "learned":
             x = x + self.pos_emb.weight[start : start + T]  # rows start..start+T-1 (T, C), broadcast over B
         elif self.config.pos_encoding == "sinusoidal":
-            x = x + self._sinusoid_table(x)[start : start + T]  # (T, C) broadcast over B
+            positions = self._sinusoid_table(x)[start : start + T]  # (T, C)
+            positions.name, positions.constant = "sinusoids", True  # tensorlab.graph: a constant, not an input
+            x = x + positions  # broadcast over B
         x = self.emb_dropout(x)
         attentions = []
         for i, block in enumerate(self.blocks):

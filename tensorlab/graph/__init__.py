@@ -14,7 +14,8 @@ snapshot first, then run backward, then draw: the parameters' gradient norms app
                                          # every implicit broadcast reduction
                                          # (trace(values=True): small gradients' values too)
     g.render("graph.html")               # SVG + legend; 'grad' norms on the parameters
-    g.render("graph.svg", trace=t)       # ... and on every intermediate tensor too
+    g.render("graph.html", trace=t)      # ... and a replay of backward: step, back, play
+    g.render("graph.svg", trace=t)       # 'grad' norms on every intermediate tensor too
     g.render("graph.dot")                # Graphviz text; .png/.pdf need Graphviz's `dot`
     g.render("graph.svg", depth=1)       # each module the model calls as one box
 

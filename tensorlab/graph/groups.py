@@ -9,7 +9,8 @@ modules are open and their children are boxes; `expanded` opens chosen modules (
 whatever the depth, which is how the HTML view expands a box when it is clicked.
 
 In a collapsed view the intermediate tensors become plain arrows (their shape shows on
-hover, a named tensor such as q, k or v labels its arrow), so a 4-layer model reads as
+hover, a named tensor such as q, k or v labels its arrow; each arrow keeps its tensor's node,
+so a drawing with a Trace can print the norm of its gradient), so a 4-layer model reads as
 embedding, four blocks, norm, head, loss.
 """
 
@@ -19,14 +20,19 @@ from dataclasses import replace
 from tensorlab.graph.snapshot import Edge, Node
 
 
+def box_id(call):
+    """The id of the box that stands for module call number `call` (a number unique to that call)."""
+    return f"m{call}"
+
+
 def box_of(op, depth, expanded):
-    """(key, path, class name, level) of the box that `op` collapses into, or None if it stays visible."""
+    """(box id, path, class name, level) of the box that `op` collapses into, or None if it stays visible."""
     for level, (path, cls, call) in enumerate(op.scope):
         if level == 0:
             continue  # the outermost module (the model itself) is the whole picture
         if (depth is None or level < depth) or path in expanded:
             continue
-        return f"{path}#{call}", path, cls, level
+        return box_id(call), path, cls, level
     return None
 
 
@@ -37,15 +43,15 @@ def collapse(graph, depth=None, expanded=()):
     if depth is not None and depth < 1:
         raise ValueError(f"graph view: depth must be 1 or more (1: one box per child of the model), got {depth}")
     expanded = set(expanded)
-    owner, boxes = {}, {}  # node id -> id of the node that shows it; box key -> [path, class, members, scope]
+    owner, boxes = {}, {}  # node id -> id of the node that shows it; box id -> [path, class, members, scope]
     for node in graph.ops():
         box = box_of(node, depth, expanded)
         if box is None:
             owner[node.id] = node.id
         else:
-            key, path, cls, level = box
-            boxes.setdefault(key, [path, cls, [], node.scope[: level + 1]])[2].append(node.id)
-            owner[node.id] = "m:" + key
+            box, path, cls, level = box
+            boxes.setdefault(box, [path, cls, [], node.scope[: level + 1]])[2].append(node.id)
+            owner[node.id] = box
     if not boxes:  # no module deep enough to close: the graph as it is, every tensor drawn
         return list(graph.nodes), list(graph.edges)
     producer, consumers = {}, {}
@@ -58,18 +64,18 @@ def collapse(graph, depth=None, expanded=()):
     hidden, elided = set(), set()
     for node in graph.tensors():
         around = {owner[n] for n in [producer.get(node.id)] + [e.dst for e in consumers.get(node.id, [])] if n}
-        if node.role != "output" and len(around) == 1 and next(iter(around)).startswith("m:"):
+        if node.role != "output" and len(around) == 1 and next(iter(around)) in boxes:
             hidden.add(node.id)
-            boxes[next(iter(around))[2:]][2].append(node.id)
+            boxes[next(iter(around))][2].append(node.id)
         elif node.role == "intermediate":
             elided.add(node.id)
 
     edges, seen = [], set()
 
-    def add(src, dst, slot="", note=""):
+    def add(src, dst, slot="", note="", tensor=None):
         if src != dst and (src, dst, slot) not in seen:
             seen.add((src, dst, slot))
-            edges.append(Edge(src, dst, slot, note))
+            edges.append(Edge(src, dst, slot, note, tensor))
 
     for edge in graph.edges:
         src, dst = graph.by_id[edge.src], graph.by_id[edge.dst]
@@ -78,16 +84,16 @@ def collapse(graph, depth=None, expanded=()):
         if src.kind == "op" and dst.id in elided:
             note = f"{tuple(dst.shape)} {dst.dtype}"
             for onward in consumers.get(dst.id, []):
-                slot = dst.label or (onward.slot if not owner[onward.dst].startswith("m:") else "")
-                add(owner[src.id], owner[onward.dst], slot, note)
+                slot = dst.label or (onward.slot if owner[onward.dst] not in boxes else "")
+                add(owner[src.id], owner[onward.dst], slot, note, dst)
         elif src.id not in elided:
-            into_box = owner.get(dst.id, dst.id).startswith("m:")
+            into_box = owner.get(dst.id, dst.id) in boxes
             add(owner.get(src.id, src.id), owner.get(dst.id, dst.id), "" if into_box else edge.slot)
 
     nodes, placed = [], set()
-    calls = {}  # path -> the keys of its boxes, in call order: a module called twice is "(call 1)", "(call 2)"
-    for key in sorted(boxes, key=lambda k: int(k.rsplit("#", 1)[1])):
-        calls.setdefault(boxes[key][0], []).append("m:" + key)
+    calls = {}  # path -> the ids of its boxes, in call order: a module called twice is "(call 1)", "(call 2)"
+    for box in sorted(boxes, key=lambda b: int(b[1:])):
+        calls.setdefault(boxes[box][0], []).append(box)
     for node in graph.nodes:
         if node.id in hidden or node.id in elided:
             continue
@@ -96,7 +102,7 @@ def collapse(graph, depth=None, expanded=()):
             nodes.append(replace(node))  # a copy: its depth changes in this view only
         elif shown not in placed:
             placed.add(shown)
-            nodes.append(_module_node(graph, shown, *boxes[shown[2:]], calls))
+            nodes.append(_module_node(graph, shown, *boxes[shown], calls))
     _set_depths(nodes, edges)
     return nodes, edges
 

@@ -5,13 +5,15 @@ model). The page holds one drawing per module, with that module and its parents 
 dashed frame around each) and everything else closed; clicking a box shows its drawing,
 clicking a frame's name closes it, and the path above the drawing leads back. The drawings
 are laid out here in Python, so the page needs no script but the few lines that switch
-between them.
+between them, and, given a Trace, the replay of the backward pass (replay.py). It loads
+nothing from elsewhere: it works offline.
 """
 
 from xml.sax.saxutils import escape
 
 import numpy as np
 
+from tensorlab.graph import replay
 from tensorlab.graph.labels import STYLES
 from tensorlab.graph.svg import to_svg
 
@@ -19,7 +21,8 @@ LEGEND = [
     ("op", "op (a Function); the second line shows its settings"),
     ("module", "a module's ops in one box (click it to open it); arrows between boxes carry tensors"),
     ("param", "parameter: a leaf that requires grad; 'grad' is the norm of .grad after backward"),
-    ("constant", "input or constant: a leaf without grad"),
+    ("input", "input: data passed in (token ids, targets, x), no grad"),
+    ("constant", "constant: made by the code (a number in an expression, a mask, a RoPE table), no grad"),
     ("intermediate", "intermediate tensor (its 'grad' needs a trace of the backward pass)"),
     ("output", "output (where backward starts)"),
 ]
@@ -36,7 +39,11 @@ document.addEventListener("click", function (event) {
 
 
 def to_html(graph, trace=None, title="tensorlab graph", depth=None):
-    """A standalone HTML page; `graph` is a tensorlab.graph.view.Graph; it opens at `depth` (default 1)."""
+    """A standalone HTML page; `graph` is a tensorlab.graph.view.Graph; it opens at `depth` (default 1).
+
+    With a Trace of the backward pass the page replays it step by step (replay.py), and the arrows
+    between module boxes show the norm of the gradient that flowed back along them.
+    """
     depth = depth or 1
     params = graph.params()
     elements = sum(int(np.prod(p.shape)) for p in params)
@@ -68,6 +75,7 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
         '<li><span class="arrow">&#8594;</span>arrows follow the forward pass; '
         "backward walks them in reverse. Hover a node for details.</li>"
     )
+    controls, player = replay.replay_html(graph, trace) if trace is not None else ("", "")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -84,7 +92,7 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
   .graph {{ overflow: auto; border: 1px solid #ddd; }}
   .crumbs {{ margin: 0.4em 0; }}
   g.module, g.frame {{ cursor: pointer; }}
-</style>
+{replay.STYLE if trace is not None else ""}</style>
 </head>
 <body>
 <h1>{escape(title)}</h1>
@@ -92,7 +100,9 @@ def to_html(graph, trace=None, title="tensorlab graph", depth=None):
 <ul class="legend">
 {chr(10).join(legend)}
 </ul>
+{controls}
 {body}
+{player}
 </body>
 </html>
 """

@@ -9,7 +9,8 @@ import numpy as np
 STYLES = {
     "op": ("#fff4c2", "#b8901a", 1.2, 12),
     "param": ("#dbeafe", "#2f62a8", 1.4, 2),
-    "constant": ("#eeeeee", "#8a8a8a", 1.0, 2),
+    "input": ("#eeeeee", "#8a8a8a", 1.0, 2),
+    "constant": ("#f6f1e4", "#a08f6a", 1.0, 2),
     "intermediate": ("#ffffff", "#6b6b6b", 1.0, 2),
     "output": ("#dcfce7", "#23803d", 2.2, 2),
     "module": ("#ede9fe", "#6d28d9", 1.8, 6),
@@ -29,12 +30,12 @@ def node_lines(node, norm=None):
     """The text lines drawn inside a node (shared by the SVG and DOT writers)."""
     if node.kind in ("op", "module"):
         return [node.label] + ([node.settings] if node.settings else [])
-    title = (
-        node.label
-        or {"param": "param", "output": "output", "intermediate": "", "constant": node.value or "input"}[node.role]
-    )
+    unnamed = {"param": "param", "output": "output", "intermediate": "", "input": "input", "constant": "constant"}
+    title = node.label or node.value or unnamed[node.role]
     if node.label and node.value:
         title = f"{node.label} = {node.value}"
+    elif node.label and node.role == "constant":
+        title = f"{node.label} (constant)"
     lines = [title] if title else []
     lines.append(f"{format_shape(node.shape)} {node.dtype}")
     if norm is not None:
@@ -51,7 +52,8 @@ def node_tooltip(node, norm=None):
         return f"{node.label}: {node.settings}\n{node.doc}"
     kind = {
         "param": "leaf, requires grad",
-        "constant": "leaf, no grad (input or constant)",
+        "input": "input (data passed in), no grad",
+        "constant": "constant (made by the code), no grad",
         "intermediate": "intermediate result",
         "output": "output",
     }[node.role]

@@ -27,9 +27,9 @@ from tensorlab.tensor import Tensor, topological_order
 class Node:
     """One op or one tensor of the graph."""
 
-    id: str  # "f3" for ops, "t7" for tensors, "m:blocks.0#5" for modules; unique in the graph
+    id: str  # "f3" for ops, "t7" for tensors, "m5" for modules (call 5); unique in the graph, never shown
     kind: str  # "op", "tensor", or "module" (a collapsed module, see groups.py)
-    role: str  # op | param (leaf with grad) | constant (leaf without) | intermediate | output | module
+    role: str  # op | param | input | constant | intermediate | output | module (see leaf_role)
     label: str  # op: the Function's class name; tensor: the user's name, or "" if none
     shape: tuple = None  # tensors only
     dtype: str = None  # tensors only
@@ -58,6 +58,7 @@ class Edge:
     dst: str
     slot: str = ""  # tensor -> op: the op's argument name (a, b, logits, ...) when it has several
     note: str = ""  # collapsed views: the shape and dtype of the tensor this arrow stands for
+    tensor: Node = field(default=None, repr=False)  # collapsed views: the tensor node this arrow stands for
 
 
 class Snapshot:
@@ -83,15 +84,8 @@ class Snapshot:
 
     def grad_norms(self, trace=None):
         """{node id: gradient norm}: params whose .grad is set, and, given a Trace, every tensor it saw."""
-        norms = {}
-        for node in self.tensors():
-            if node.leaf is not None and node.leaf.grad is not None:
-                norms[node.id] = grad_norm(node.leaf.grad)
-            elif trace is not None and node.creator is not None:
-                norm = trace.output_grad_norm(node.creator(), node.output_index)
-                if norm is not None:
-                    norms[node.id] = norm
-        return norms
+        norms = {node.id: tensor_grad_norm(node, trace) for node in self.tensors()}
+        return {node_id: norm for node_id, norm in norms.items() if norm is not None}
 
     def __repr__(self):
         boxes = f", {len(self.modules())} module boxes" if self.modules() else ""
@@ -161,9 +155,30 @@ def _functions_in_order(creators):
     return order
 
 
+def tensor_grad_norm(node, trace=None):
+    """The gradient norm of a tensor node: a parameter's .grad, else what `trace` saw reach it; None if unknown."""
+    if node.leaf is not None and node.leaf.grad is not None:
+        return grad_norm(node.leaf.grad)
+    if trace is not None and node.creator is not None:
+        return trace.output_grad_norm(node.creator(), node.output_index)
+    return None
+
+
+def leaf_role(t):
+    """A leaf's role: param (requires grad), constant or input (neither takes a gradient).
+
+    A constant is what the code made for itself: a tensor marked `t.constant = True` where it is made
+    (the causal mask, the RoPE and sinusoid tables), or a single number (a Python number in an
+    expression becomes one). Any other leaf without grad is data passed in: token ids, targets, x.
+    """
+    if t.requires_grad:
+        return "param"
+    return "constant" if getattr(t, "constant", False) is True or t.size == 1 else "input"
+
+
 def _make_tensor_node(node_id, t, role, table):
     if role is None:
-        role = "intermediate" if t.creator is not None else ("param" if t.requires_grad else "constant")
+        role = "intermediate" if t.creator is not None else leaf_role(t)
     node = Node(
         node_id, "tensor", role, label=name_of(t, table), shape=tuple(t.shape), dtype=str(t.dtype), device=t.device
     )

@@ -8,8 +8,9 @@ converter draws them the same.
 
 from xml.sax.saxutils import escape
 
-from tensorlab.graph.labels import STYLES, node_lines, node_tooltip
+from tensorlab.graph.labels import STYLES, format_norm, node_lines, node_tooltip
 from tensorlab.graph.layout import LINE_HEIGHT, PAD_Y, PORT_SPACING, layout
+from tensorlab.graph.snapshot import tensor_grad_norm
 
 EDGE_COLOR = "#6f6f6f"
 FRAME_COLOR, FRAME_FILL, FRAME_PAD = "#6d28d9", "#faf8ff", 14  # pad: room for the frame's name
@@ -18,7 +19,8 @@ LABEL_CHAR_WIDTH = 6.0  # px per character of the argument labels (font-size 10)
 
 
 def to_svg(graph, trace=None, frames=()):
-    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm.
+    """The SVG document for `graph`; with a Trace, intermediate tensors show their gradient norm, and so do
+    the arrows that stand for tensors between module boxes.
 
     `frames`: paths of open modules ("blocks.1", "blocks.1.attn") to outline, each around its ops
     and boxes; a click on a frame's name goes back to the view with that module closed.
@@ -39,7 +41,7 @@ def to_svg(graph, trace=None, frames=()):
     ]
     out += _frames(graph, boxes, frames, width, height)
     out.append('<g class="edges">')
-    out += _edges(graph, placed, incoming)
+    out += _edges(graph, placed, incoming, trace)
     out.append("</g>")
     out.append('<g class="nodes">')
     for node in graph.nodes:
@@ -88,25 +90,41 @@ def _port_spacing(edges):
     return max(PORT_SPACING, widest + 16)
 
 
-def _edges(graph, placed, incoming):
+def _edges(graph, placed, incoming, trace):
     """Arrows from the bottom of each source to the top of its target (an op's inputs land side by side).
 
-    An edge that skips rows runs straight down through its lane in each of them.
+    An edge that skips rows runs straight down through its lane in each of them. An arrow that stands
+    for a tensor carries its id in data-tensor, for the HTML replay; given a Trace, its title says the norm
+    of the tensor's gradient, and an arrow into or out of a module box shows it too (once per tensor and box).
     """
     boxes = placed.boxes
     index = {id(edge): i for i, edge in enumerate(graph.edges)}
-    out = []
+    out, labelled = [], set()
     for dst, edges in incoming.items():
         box = boxes[dst]
         for i, edge in enumerate(edges):
             x2, y2 = box.x + placed.ports[index[id(edge)]], box.top
-            path = _route(boxes[edge.src], placed.waypoints.get(index[id(edge)], []), x2, y2)
-            title = f"{edge.src} -> {edge.dst}" + (f" (argument {edge.slot})" if edge.slot else "")
-            title += f": {edge.note}" if edge.note else ""
+            waypoints = placed.waypoints.get(index[id(edge)], [])
+            path = _route(boxes[edge.src], waypoints, x2, y2)
+            ends = " -> ".join(node_lines(graph.by_id[end])[0] for end in (edge.src, edge.dst))
+            title = ends + (f" (argument {edge.slot})" if edge.slot else "") + (f": {edge.note}" if edge.note else "")
+            norm = tensor_grad_norm(edge.tensor, trace) if edge.tensor is not None else None
+            title += f", grad {format_norm(norm)}" if norm is not None else ""
+            tensor = f' data-tensor="{escape(edge.tensor.id)}"' if edge.tensor is not None else ""
             out.append(
-                f'<path class="edge" d="{path}" fill="none" stroke="{EDGE_COLOR}" stroke-width="1.2" '
+                f'<path class="edge"{tensor} d="{path}" fill="none" stroke="{EDGE_COLOR}" stroke-width="1.2" '
                 f'marker-end="url(#arrow)"><title>{escape(title)}</title></path>'
             )
+            between_boxes = "module" in (graph.by_id[edge.src].kind, graph.by_id[edge.dst].kind)
+            if norm is not None and between_boxes and (edge.src, edge.tensor.id) not in labelled:
+                labelled.add((edge.src, edge.tensor.id))
+                source, first = boxes[edge.src], waypoints[0] if waypoints else None  # halfway to the next row
+                x = (source.x + (first.x if first else x2)) / 2
+                y = (source.bottom + (first.top if first else y2)) / 2
+                out.append(
+                    f'<text class="edge-grad" x="{x + 4:.1f}" y="{y + 3:.1f}" font-size="10" '
+                    f'fill="{GRAD_COLOR}">grad {format_norm(norm)}</text>'
+                )
             if edge.slot:
                 # Two inputs: labels face outwards (a on the left, b on the right); more: all to the right.
                 left = len(edges) == 2 and i == 0

@@ -12,8 +12,9 @@ and every implicit broadcast reduction, e.g.
 
 which says: b of shape (3,) was broadcast to (4, 5, 3) in forward, so its gradient
 is the upstream (4, 5, 3) gradient summed over axes 0 and 1. `trace(values=True)`
-prints the values of the small gradients (at most 16 elements) under each step. The trace observes
-backward through `tensorlab.tensor.backward_observers`; it costs nothing when unused.
+prints the values of the small gradients (at most 16 elements) under each step. Every gradient also
+leaves a heatmap (a few of its rows and columns, see replay.py) for the HTML view's replay. The
+trace observes backward through `tensorlab.tensor.backward_observers`; it costs nothing when unused.
 """
 
 import contextlib
@@ -23,6 +24,7 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.graph.labels import format_norm, format_shape
+from tensorlab.graph.replay import Heatmap
 from tensorlab.graph.snapshot import grad_norm, input_names, name_of, name_table
 from tensorlab.ops.broadcast import broadcast_axes
 from tensorlab.ops.matmul import MatMul
@@ -48,6 +50,7 @@ class InputGrad:
     summed_from: tuple = None  # the shape the gradient had before that sum
     batch: bool = False  # the summed axes are a matmul's batch axes
     values: object = None  # trace(values=True): a NumPy copy of a small gradient
+    heatmap: Heatmap = None  # a few of its rows and columns, for the HTML replay
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Step:
     output_grads: list = field(default_factory=list)  # [(shape, norm)], one per output
     inputs: list = field(default_factory=list)  # [InputGrad], one per input
     output_values: list = field(default_factory=list)  # trace(values=True): small output gradients, or None
+    output_heatmaps: list = field(default_factory=list)  # [Heatmap], one per output, for the HTML replay
 
     def value_lines(self):
         """`grad in = [...]` and `-> name = [...]` for each gradient that was small enough to keep."""
@@ -90,6 +94,7 @@ class Trace:
     def __call__(self, fn, output_grads, input_grads):
         """The observer that Tensor.backward calls after each Function's backward."""
         step = Step(type(fn).__name__, fn, [(tuple(g.shape), grad_norm(g)) for g in output_grads])
+        step.output_heatmaps = [Heatmap.of(g) for g in output_grads]
         if self.values:
             step.output_values = [_small_copy(g) for g in output_grads]
         arguments = input_names(fn, len(fn.inputs))
@@ -99,6 +104,7 @@ class Trace:
             record = InputGrad(name_of(t, self._names) or argument, argument, tuple(t.shape), is_leaf=t.creator is None)
             if gx is not None and t.requires_grad:
                 record.norm = grad_norm(gx)
+                record.heatmap = Heatmap.of(gx)
                 record.values = _small_copy(gx) if self.values else None
                 _name_reduction(record, fn, shapes, out_shape)
             step.inputs.append(record)

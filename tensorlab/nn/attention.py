@@ -143,7 +143,10 @@ class CausalSelfAttention(Module):
             else:
                 cos, sin = rope_tables(T, like.shape[-1] // self.n_heads)
                 array = (cos if name == "cos" else sin).astype(like.dtype)
-            self._constants[key] = Tensor(backend.to_device(array, like.device))
+            table = Tensor(backend.to_device(array, like.device))
+            table.name = {"future": "causal mask", "cos": "RoPE cos", "sin": "RoPE sin"}[name]  # tensorlab.graph
+            table.constant = True  # labels: a constant the module made, not an input
+            self._constants[key] = table
         return self._constants[key]
 
     def extra_repr(self):
