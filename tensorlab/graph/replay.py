@@ -160,10 +160,10 @@ STYLE = """
   g.callout text { font-size: 10px; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 """
 
-# Plays the steps in #replay-data. `done` steps have run; a step lights, in every drawing, the node
-# that shows its op (the op itself, or the closed module box holding it) and the tensors its gradients
-# reach (a node, or the arrows a collapsed view draws for it); the last step's are `current`, and in the
-# drawing on screen each current node gets a callout: the norm of its gradient and its heatmap.
+# Plays the steps in #replay-data. `done` steps have run; a step lights, in the drawing on screen, the
+# node that shows its op (the op itself, or the closed module box holding it) and the tensors its
+# gradients reach (a node, or the arrows a collapsed view draws for it); the last step's are `current`
+# and get a callout each: the norm of the gradient and its heatmap. Opening another drawing lights it.
 SCRIPT = r"""
 (function () {
   var steps = JSON.parse(document.getElementById("replay-data").textContent).steps;
@@ -243,12 +243,12 @@ SCRIPT = r"""
     document.querySelectorAll(".lit, .current").forEach(function (el) { el.classList.remove("lit", "current"); });
     document.querySelectorAll("g.callout").forEach(function (el) { el.remove(); });
     document.querySelectorAll(".graph svg").forEach(function (svg) {
-      var onScreen = svg.getBoundingClientRect().width > 0;
+      if (svg.getBoundingClientRect().width === 0) return;  // a hidden drawing: lit when it is opened
       steps.slice(0, done).forEach(function (step, k) {
         var current = k === done - 1, op = opIn(svg, step), marks = op ? [op] : [];
         step.received.concat(step.sent).forEach(function (g) { marks = marks.concat(tensorIn(svg, g)); });
         marks.forEach(function (el) { el.classList.add("lit"); if (current) el.classList.add("current"); });
-        if (!current || !onScreen) return;
+        if (!current) return;
         if (op) op.scrollIntoView({ block: "nearest", inline: "nearest" });
         if (op && step.received.length) callout(svg, op, "grad in " + step.received[0].text, step.received[0].heat);
         step.sent.forEach(function (g) {
