@@ -257,8 +257,51 @@ class Tensor:
     def __rmatmul__(self, other):
         return F.matmul(other, self)
 
+    def __rpow__(self, base):
+        return F.pow(base, self)
+
     def __getitem__(self, index):
         return F.getitem(self, index)
+
+    # comparisons compare elementwise and give boolean tensors that take no gradient, as in PyTorch
+    def __eq__(self, other):
+        return NotImplemented if other is None else F.eq(self, other)  # t == None is False, as PyTorch
+
+    def __ne__(self, other):
+        return NotImplemented if other is None else F.ne(self, other)
+
+    def __lt__(self, other):
+        return F.lt(self, other)
+
+    def __le__(self, other):
+        return F.le(self, other)
+
+    def __gt__(self, other):
+        return F.gt(self, other)
+
+    def __ge__(self, other):
+        return F.ge(self, other)
+
+    # hashed by identity, as PyTorch: a tensor stays a dict key or set member whatever its values (a
+    # dict compares hashes, then identity, so == is never asked); `t in some_list` asks == and needs bool()
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        """The truth of a one-element tensor, as PyTorch; for more or fewer elements it is ambiguous."""
+        if self.size != 1:
+            raise RuntimeError(
+                f"bool() of a tensor with {self.size} elements (shape {self.shape}) is ambiguous; "
+                f"use .any() or .all(), or .item() for a one-element tensor"
+            )
+        return bool(self.item())
+
+    def all(self, axis=None, keepdims=False):
+        """Whether every element (along `axis`) is nonzero: a boolean tensor, no gradient."""
+        return Tensor(backend.array_module(self._data).asarray(self._data.all(axis=axis, keepdims=keepdims)))
+
+    def any(self, axis=None, keepdims=False):
+        """Whether some element (along `axis`) is nonzero: a boolean tensor, no gradient."""
+        return Tensor(backend.array_module(self._data).asarray(self._data.any(axis=axis, keepdims=keepdims)))
 
     def sum(self, axis=None, keepdims=False):
         return F.sum(self, axis=axis, keepdims=keepdims)
@@ -268,6 +311,34 @@ class Tensor:
 
     def max(self, axis=None, keepdims=False):
         return F.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return F.min(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, keepdims=False, correction=1):
+        """PyTorch's correction=1 by default (NumPy's ndarray.var has ddof=0)."""
+        return F.var(self, axis=axis, keepdims=keepdims, correction=correction)
+
+    def std(self, axis=None, keepdims=False, correction=1):
+        return F.std(self, axis=axis, keepdims=keepdims, correction=correction)
+
+    def argmax(self, axis=None, keepdims=False):
+        return F.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return F.argmin(self, axis=axis, keepdims=keepdims)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        return F.clamp(self, min, max)
+
+    def maximum(self, other):
+        return F.maximum(self, other)
+
+    def minimum(self, other):
+        return F.minimum(self, other)
+
+    def pow(self, exponent):
+        return F.pow(self, exponent)
 
     def exp(self):
         return F.exp(self)
@@ -289,6 +360,22 @@ class Tensor:
 
     def swapaxes(self, axis1, axis2):
         return F.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        return F.squeeze(self, axis)
+
+    def unsqueeze(self, axis):
+        return F.unsqueeze(self, axis)
+
+    def flatten(self, start_axis=0, end_axis=-1):
+        return F.flatten(self, start_axis, end_axis)
+
+    def broadcast_to(self, shape):
+        return F.broadcast_to(self, shape)
+
+    def expand(self, *shape):
+        """PyTorch's name for broadcast_to: expand(2, -1, 4) or expand((2, -1, 4)), -1 keeping that size."""
+        return F.broadcast_to(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
 
     def reshape(self, *shape):
         """Same data, new shape; accepts reshape(2, 3) and reshape((2, 3)) like NumPy."""
@@ -359,7 +446,7 @@ class Function:
             self.inputs = tensors
             self.scope = tuple(module_scope.entries)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
-            self.saved_versions = version_counter.snapshot(arrays + list(outputs))
+            self.writes_before = version_counter.writes
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i
         return results[0] if single else tuple(results)
@@ -438,13 +525,15 @@ def _op_name(fn):
 
 def _check_saved_unchanged(fn):
     """Refuse to run fn's backward on values changed in place since its forward (tensorlab.version_counter)."""
-    position = version_counter.changed_saved(fn)
-    if position is None:
+    changed = version_counter.changed_saved(fn)
+    if changed is None:
         return
-    if position < len(fn.inputs):
-        which, (shape, dtype) = f"input {position}", (fn.inputs[position].shape, fn.inputs[position].dtype)
-    else:
-        which, (shape, dtype) = f"output {position - len(fn.inputs)}", fn.output_meta[position - len(fn.inputs)]
+    memory = version_counter.owner(changed)
+    inputs = [i for i, t in enumerate(fn.inputs) if version_counter.owner(t._data) is memory]
+    if inputs:
+        which, shape, dtype = f"input {inputs[0]}", fn.inputs[inputs[0]].shape, fn.inputs[inputs[0]].dtype
+    else:  # memory its forward made: the output, or a view of it
+        which, shape, dtype = "output", changed.shape, changed.dtype
     name = _op_name(fn)
     raise RuntimeError(
         f"backward(): {name} saved its {which} (shape {shape}, dtype {dtype}) for backward, and it was changed "

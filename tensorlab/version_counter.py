@@ -7,8 +7,9 @@ between forward and backward and the gradient is computed from the new values, s
 
 PyTorch counts the in-place writes into each tensor (its `_version`) and backward refuses a saved tensor
 whose count moved. tensorlab counts them per block of memory, so every tensor that shares the block (a
-reshape, a slice, a `detach()`) sees the write: Function.__call__ notes the count of each input's and
-output's memory, and backward compares before it runs an op, naming the op and the tensor.
+reshape, a slice, a `detach()`) sees the write. Function.__call__ notes how many writes there had been;
+before backward runs an op, it looks for memory the op kept that was written since, and names the op and
+the tensor.
 
 Writes are counted when they go through `Tensor.data`, which hands out a `WatchedArray`: an ndarray that
 counts `[...] =`, `+=` and the other in-place operators, ufuncs with `out=`, `fill`, `np.copyto` and the
@@ -23,7 +24,8 @@ import weakref
 
 import numpy as np
 
-_writes = {}  # id(memory owner) -> how many watched writes went into it; absent: none
+writes = 0  # watched writes so far, into any memory: Function.__call__ notes it, a cheap "anything since?"
+_last_write = {}  # id(memory owner) -> the number of the latest watched write into it; absent: never written
 
 
 def owner(array):
@@ -36,37 +38,34 @@ def owner(array):
 
 def count_write(array):
     """Note one in-place write into the memory of `array`."""
+    global writes
     memory = owner(array)
     key = id(memory)
-    if key not in _writes:
-        weakref.finalize(memory, _writes.pop, key, None)  # the id may be reused once the memory is gone
-    _writes[key] = _writes.get(key, 0) + 1
-
-
-def snapshot(arrays):
-    """(memory id, write count) for each array: what Function.__call__ keeps to compare at backward."""
-    return [(id(memory), _writes.get(id(memory), 0)) for memory in map(owner, arrays)]
+    if key not in _last_write:
+        weakref.finalize(memory, _last_write.pop, key, None)  # the id may be reused once the memory is gone
+    writes += 1
+    _last_write[key] = writes
 
 
 def changed_saved(fn):
-    """The position (inputs first, then outputs) of a saved array written since `fn` ran forward; None if none.
+    """An array `fn` kept for its backward whose memory was written since `fn` ran forward; None if none.
 
-    Only memory that `fn` kept for its backward counts: `x + y` saves nothing, so writing into x after
-    it changes no gradient (PyTorch lets that pass too).
+    `fn.writes_before` is `writes` when it ran. Only memory that `fn` kept counts: `x + y` keeps nothing,
+    so writing into x after it changes no gradient (PyTorch lets that pass too).
     """
-    for position, (key, count) in enumerate(fn.saved_versions):
-        if _writes.get(key, 0) != count and key in _saved_memory(fn):
-            return position
+    if writes == fn.writes_before:  # nothing written anywhere since: the usual case costs one comparison
+        return None
+    for array in _kept_arrays(fn):
+        if _last_write.get(id(owner(array)), 0) > fn.writes_before:
+            return array
     return None
 
 
-def _saved_memory(fn):
-    """The ids of the memory behind every array `fn` keeps on itself (its inputs' tensors aside)."""
-    kept = []
+def _kept_arrays(fn):
+    """Every array `fn` keeps on itself (its inputs' tensors aside), alone or in a tuple or list."""
     for name, value in vars(fn).items():
         if name != "inputs":
-            kept.extend(value if isinstance(value, (tuple, list)) else [value])
-    return {id(owner(a)) for a in kept if hasattr(a, "strides")}
+            yield from (a for a in (value if isinstance(value, (tuple, list)) else [value]) if hasattr(a, "strides"))
 
 
 def watched(array):
