@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "teachers" / "solutions"
 SOFTMAX_RETURN = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
 ADD_ACCUMULATES = "            self.grad += out.grad\n            other.grad += out.grad"  # Value.__add__'s backward
+SEED = ("--seed", "4242")  # the same inputs in runs that are compared
 DIAGONAL_ONLY = "return gy * self.y * (1 - self.y)"  # the slip softmax names "You used y(1 - y)"
 
 
@@ -142,20 +143,21 @@ def cases_of(plain):
 )
 def test_json_says_what_the_plain_run_says(tmp_path, name, old, new):
     path = planted(tmp_path, name, old, new)
-    code, plain, _ = run_main("check", name, path)
-    json_code, printed, _ = run_main("check", name, path, "--json")
+    code, plain, _ = run_main("check", name, path, *SEED)  # the same inputs in both runs
+    json_code, printed, _ = run_main("check", name, path, "--json", *SEED)
     record = json.loads(printed)  # stdout is the object alone
     assert json_code == code == record["exit_code"] and record["passed"] is (code == 0)
     assert set(record) == {"exercise", "file", "passed", "exit_code", "hints", "seed", "diagnosis", "cases"}
     assert record["exercise"] == name and record["file"] == str(path) and record["hints"] == "fix"
+    assert record["seed"] == int(SEED[1]) and f"seed {SEED[1]}" in plain
     assert [(c["case"], c["passed"], c["lines"]) for c in record["cases"]] == cases_of(plain)
     assert len(record["cases"]) >= 2
     if code == 0:
         assert record["diagnosis"] == ""
     else:
         header, _, lines = next(case for case in cases_of(plain) if not case[1])
-        assert record["diagnosis"].startswith(f"{header}: {lines[0].strip()}")
-        assert "gradcheck's report" not in record["diagnosis"]  # the explanation, not the table
+        explained = lines[: lines.index("")] if "" in lines else lines  # the table after the blank line is left out
+        assert record["diagnosis"] == f"{header}: " + " ".join(line.strip() for line in explained)
 
 
 def test_json_keeps_the_students_prints_off_stdout_and_reports_a_file_it_cannot_check(tmp_path):
@@ -189,14 +191,6 @@ def test_json_names_a_case_stopped_at_its_time_limit(tmp_path):
     assert record["diagnosis"].startswith(record["cases"][-1]["case"] + ": STOPPED: it did not finish within 0.3 s")
 
 
-def test_the_seed_a_checker_prints_reaches_the_record():
-    """The checker's line naming its seed (when it draws its inputs from one) is read into `seed`."""
-    record = report.Report(type("Exercise", (), {"name": "mul"}), "mul.py", show=None)
-    record("Inputs drawn with seed 1234 (give --seed 1234 to replay them).")
-    assert record.record(0)["seed"] == 1234
-    assert report.Report(type("Exercise", (), {"name": "mul"}), "mul.py", show=None).record(0)["seed"] is None
-
-
 # ----- --hints --------------------------------------------------------------------------------------------------------
 HINTED = [
     # (exercise, old, new, the words that name the mistake, the words of the fix)
@@ -225,13 +219,14 @@ HINTED = [
 @pytest.mark.parametrize("name, old, new, mistake, fix", HINTED, ids=[h[0] for h in HINTED])
 def test_hint_levels_fix_name_none(tmp_path, name, old, new, mistake, fix):
     path = planted(tmp_path, name, old, new)
-    outputs = {hints: run_main("check", name, path, "--hints", hints) for hints in report.LEVELS}
+    outputs = {hints: run_main("check", name, path, "--hints", hints, *SEED) for hints in report.LEVELS}
     records = {
-        hints: json.loads(run_main("check", name, path, "--json", "--hints", hints)[1]) for hints in report.LEVELS
+        hints: json.loads(run_main("check", name, path, "--json", "--hints", hints, *SEED)[1])
+        for hints in report.LEVELS
     }
     assert {code for code, _, _ in outputs.values()} == {1}
     fix_out, name_out, none_out = outputs["fix"][1], outputs["name"][1], outputs["none"][1]
-    assert fix_out == run_main("check", name, path)[1]  # fix is the default: what the checker always printed
+    assert fix_out == run_main("check", name, path, *SEED)[1]  # fix is the default: what the checker always printed
     assert mistake in fix_out and fix in fix_out
     assert mistake in name_out and fix not in name_out
     assert mistake not in none_out and fix not in none_out
@@ -283,6 +278,7 @@ def test_grade_writes_the_gradebook_of_a_class(tmp_path):
     for name in ("softmax", "matmul"):  # alice: the reference solutions
         (submissions / "alice" / f"{name}.py").write_text((SOLUTIONS / f"{name}.py").read_text())
     planted(submissions / "bob", "softmax", SOFTMAX_RETURN, DIAGONAL_ONLY)  # bob: a wrong one, matmul not handed in
+    (submissions / "bob" / "exp_log.py").write_text((SOLUTIONS / "exp_log.py").read_text())  # bob alone did exp_log
     planted(submissions / "carol", "softmax", SOFTMAX_RETURN, "while True:\n            pass")  # never ends
     (submissions / "carol" / "matmul.py").write_text("import os\n\nos._exit(3)\n")  # kills the checker's process
     (submissions / "carol" / "notes.txt").write_text("not an exercise")
@@ -291,35 +287,45 @@ def test_grade_writes_the_gradebook_of_a_class(tmp_path):
     code, printed, errors = run_main("grade", submissions, "--out", out, "--hints", "name", "--time-limit", "0.5")
     assert code == 0, errors
     assert printed == (
-        f"Graded 3 students on 2 exercises (matmul, softmax): 2 of 6 passed. Gradebook: {out}.csv and {out}.md.\n"
-    )
+        f"Graded 3 students on 3 exercises (matmul, exp_log, softmax): 3 of 9 passed. "
+        f"Gradebook: {out}.csv and {out}.md.\n"
+    )  # the exercises in the course's order
     with open(f"{out}.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert list(rows[0]) == ["student", "exercise", "passed", "diagnosis", "seed"]
     assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
         ("alice", "matmul", "yes"),
+        ("alice", "exp_log", "no"),
         ("alice", "softmax", "yes"),
         ("bob", "matmul", "no"),
+        ("bob", "exp_log", "yes"),
         ("bob", "softmax", "no"),
         ("carol", "matmul", "no"),
+        ("carol", "exp_log", "no"),
         ("carol", "softmax", "no"),
     ]
     diagnoses = [r["diagnosis"] for r in rows]
-    assert diagnoses[:3] == ["", "", "not handed in: there is no matmul.py in bob/"]
-    # bob's row is what `check --json --hints name` says of his file
-    _, printed, _ = run_main("check", "softmax", submissions / "bob" / "softmax.py", "--json", "--hints", "name")
-    assert diagnoses[3] == json.loads(printed)["diagnosis"]
-    assert "You used y(1 - y)" in diagnoses[3] and "row-sum term" not in diagnoses[3]  # named, no fix
-    assert diagnoses[4] == "the check crashed (exit code 3)"
-    assert re.fullmatch(
-        r"case 1/\d+  Softmax: .*: STOPPED: it did not finish within 0\.5 s \(a loop that never ends\?\)\.",
-        diagnoses[5],
-    ), diagnoses[5]
-    assert all(r["seed"] == "" or r["seed"].isdigit() for r in rows)
-    assert [r["seed"] for r in rows if r["diagnosis"].startswith(("not handed in", "the check crashed"))] == ["", ""]
+    assert diagnoses[:5] == [
+        "",
+        "not handed in: there is no exp_log.py in alice/",
+        "",
+        "not handed in: there is no matmul.py in bob/",
+        "",
+    ]
+    # bob's softmax row is what `check --json --hints name` says of his file, with the row's seed
+    bob = submissions / "bob" / "softmax.py"
+    _, printed, _ = run_main("check", "softmax", bob, "--json", "--hints", "name", "--seed", rows[5]["seed"])
+    assert diagnoses[5] == json.loads(printed)["diagnosis"]
+    assert "You used y(1 - y)" in diagnoses[5] and "row-sum term" not in diagnoses[5]  # named, no fix
+    assert diagnoses[6:8] == ["the check crashed (exit code 3)", "not handed in: there is no exp_log.py in carol/"]
+    stopped = r"case 1/\d+  Softmax: .*: STOPPED: it did not finish within 0\.5 s \(a loop that never ends\?\)\."
+    assert re.fullmatch(stopped, diagnoses[8]), diagnoses[8]
+    ran = [True, False, True, False, True, True, False, False, True]  # where a check ran, its seed is in the row
+    assert [r["seed"].isdigit() for r in rows] == ran
+    assert len({r["seed"] for r in rows if r["seed"]}) == 5  # a fresh seed for each check
 
     table = Path(f"{out}.md").read_text().splitlines()
-    assert table[0] == "# Gradebook (2 of 6 passed; hints: name)"
+    assert table[0] == "# Gradebook (3 of 9 passed; hints: name)"
     assert table[2] == "| student | exercise | passed | diagnosis | seed |"
     body = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table[4:]]
     assert body == [[r[c] for c in grade.COLUMNS] for r in rows]
@@ -347,14 +353,15 @@ def test_grade_stops_a_check_that_outlives_its_limit(tmp_path, monkeypatch):
     }
 
 
-def test_a_row_passes_only_when_exit_code_and_json_agree(tmp_path):
-    """A file that prints a passing record of its own and exits 0 before any check is a crash, not a pass."""
+def test_a_file_that_prints_a_passing_record_and_exits_fails_its_row(tmp_path):
+    """What the student's code prints goes to stderr: it cannot stand in for the checker's record."""
     folder = tmp_path / "eve"
     folder.mkdir()
     fake = json.dumps({"passed": True, "diagnosis": ""})
     (folder / "exp_log.py").write_text(f"import sys\nprint({fake!r})\nsys.exit(0)\n")
     row = grade.row(folder, "exp_log", "fix", 5.0)
-    assert row["passed"] == "no" and row["diagnosis"].startswith("the check crashed (exit code 0)"), row
+    assert row["passed"] == "no", row
+    assert row["diagnosis"] == f"the check crashed (exit code 0): {fake}"  # the last line on stderr: its print
 
 
 def test_grade_usage_errors_exit_2(tmp_path):
@@ -395,3 +402,10 @@ def test_every_command_of_the_teachers_section_works_as_printed(tmp_path):
         assert [(r["student"], r["exercise"], r["passed"]) for r in csv.DictReader(file)] == [
             ("alice", "softmax", "yes")
         ]
+
+
+def test_a_pipe_in_a_diagnosis_stays_inside_its_markdown_cell():
+    row = grade._row(Path("submissions/alice"), "mul", False, "|yours - reference| > 1e-12 (|a| + 1)", 123456)
+    line = grade.markdown([row], "fix").splitlines()[4]
+    cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+    assert cells == ["alice", "mul", "no", "|yours - reference| > 1e-12 (|a| + 1)", "123456"]

@@ -1,10 +1,10 @@
 """The command line: `python -m tensorlab.exercises list | stub | check | assignment | grade`.
 
-    list                                        the exercises, in order
-    stub NAME [DEST]                            copy an exercise's stub out to edit
-    check NAME FILE [--json] [--hints LEVEL]    check a file
-    assignment DIR [--wheel]                    a students' folder (and a wheel of the engine to install)
-    grade SUBMISSIONS_DIR [--out PATH]          check every student's files into a gradebook
+    list                                               the exercises, in order
+    stub NAME [DEST]                                   copy an exercise's stub out to edit
+    check NAME FILE [--seed N] [--json] [--hints L]    check a file
+    assignment DIR [--wheel]                           a students' folder (and the engine's wheel to install)
+    grade SUBMISSIONS_DIR [--out PATH] [--hints L]     check every student's files into a gradebook
 
 Exit codes: 0 the check passed (or list/stub/assignment/grade worked), 1 the check failed (or a
 wheel could not be built), 2 a usage error (an unknown exercise, a missing file, a stub that
@@ -51,6 +51,9 @@ def main(argv=None):
         metavar="SECONDS",
         help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)",
     )
+    checker.add_argument(
+        "--seed", type=int, metavar="N", help="draw the cases' inputs from seed N (default: a fresh one, printed)"
+    )
     checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
     _hints_option(checker)
     folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
@@ -87,7 +90,7 @@ def main(argv=None):
         return 2
     if args.command == "stub":
         return _stub(exercise, args.dest)
-    return _check(exercise, Path(args.file), args.time_limit, args.hints, args.json)
+    return _check(exercise, Path(args.file), args.time_limit, args.seed, args.hints, args.json)
 
 
 def _hints_option(command):
@@ -123,24 +126,24 @@ def _stub(exercise, dest):
     return 0
 
 
-def _check(exercise, path, time_limit, hints, as_json):
+def _check(exercise, path, time_limit, seed, hints, as_json):
     if not path.is_file():
         print(f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`.", file=sys.stderr)
         return 2
     report = Report(exercise, path, hints, show=None if as_json else print)
     # with --json, stdout holds the JSON object alone: what the student's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        code = _run(exercise, path, time_limit, report)
+        code = _run(exercise, path, time_limit, seed, report)
     if as_json:
         print(json.dumps(report.record(code)))
     return code
 
 
-def _run(exercise, path, time_limit, report):
+def _run(exercise, path, time_limit, seed, report):
     report(f"Exercise {exercise.name!r}: {exercise.title}")
     runner = RUNNERS[exercise.kind]
     try:
-        passed = runner.check(exercise, path, out=report, time_limit=time_limit)
+        passed = runner.check(exercise, path, out=report, time_limit=time_limit, seed=seed)
     except Stopped as stop:
         report.stopped(stop.line)
         return stop.code

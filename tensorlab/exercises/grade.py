@@ -8,9 +8,11 @@ limit on the whole process: a student's loop that never ends, a crash, or an exi
 fails that row and the grading goes on. The gradebook is written as CSV and as a Markdown table,
 one row per student and exercise: student, exercise, passed, diagnosis (at the hint level), seed.
 
-A row passes only when the check's exit code is 0 and its JSON says so: code that exits early or
-prints text of its own fails. It is not a sandbox: the student's code runs with the grader's
-rights (grade submissions you do not trust in a container).
+A row passes only when the check's exit code is 0 and its JSON says so; what the student's code
+prints goes to stderr, so a file that prints a passing record and exits before any check fails.
+It is not a sandbox, and not proof against a student set on fooling it: their code runs in the
+checker's process with the grader's rights (it could write a forged record straight to the
+process's stdout and exit). Grade code you do not trust in a container, and read what passes.
 """
 
 import csv
@@ -84,19 +86,14 @@ def run_check(name, path, hints, time_limit):
             return {"passed": False, "diagnosis": f"the check did not finish within {limit:g} s and was stopped."}
         errors.seek(0)
         last_error = (errors.read().strip().splitlines() or [""])[-1]
-    lines = done.stdout.strip().splitlines()
     try:
-        result = json.loads(lines[-1])
+        result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         result = None
-    if (
-        not isinstance(result, dict)
-        or result.get("passed") is not (done.returncode == 0)
-        or done.returncode not in (0, 1)
-    ):
+    if done.returncode not in (0, 1) or not isinstance(result, dict):
         why = f": {last_error}" if last_error else ""
         return {"passed": False, "diagnosis": f"the check crashed (exit code {done.returncode}){why}"}
-    return result
+    return dict(result, passed=result.get("passed") is True and done.returncode == 0)
 
 
 def _row(student, name, passed, diagnosis, seed=None):
