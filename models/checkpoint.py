@@ -131,6 +131,23 @@ def _read_old_format(base):
         raise CheckpointError(f"old-format checkpoint {npz_path} is truncated or was changed (sha256 differs)")
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-            return serialization.join_arrays(meta["state"], {k: arrays[k] for k in arrays.files})
+            state = serialization.join_arrays(meta["state"], {k: arrays[k] for k in arrays.files})
     except ValueError as err:
         raise CheckpointError(f"{npz_path} holds something other than plain arrays ({err})") from None
+    _check_old_step(state, json_path)
+    return state
+
+
+def _check_old_step(state, json_path):
+    """The old sidecar is outside the .npz's checksum; its step must at least agree with the optimizer's.
+
+    AdamW counts its own steps per parameter, so a step edited in one place is refused in one line; an
+    edit made consistently everywhere cannot be seen without a checksum (docs/12-reading-a-run.md).
+    """
+    step = state.get("progress", {}).get("step")
+    counted = {s.get("step") for s in state.get("optimizer", {}).get("state", {}).values() if isinstance(s, dict)}
+    if counted and counted != {step}:
+        raise CheckpointError(
+            f"old-format checkpoint {json_path} was changed: it says step {step}, its optimizer counted "
+            f"{sorted(counted, key=str)} steps (the JSON beside the .npz is not covered by its checksum)"
+        )

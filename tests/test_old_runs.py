@@ -47,3 +47,13 @@ def test_resume_continues_it_in_todays_layout(old_run, corpus_file, capsys):
     assert "changed settings" not in err  # the old flat config is the same settings in today's layout
     state = read_checkpoint(old_run / "checkpoints" / "latest")  # now latest.safetensors, beside the old files
     assert state["progress"]["step"] == 6 and (old_run / "checkpoints" / "latest.safetensors").is_file()
+
+
+def test_an_edited_step_in_the_old_sidecar_is_refused_in_one_line(old_run, corpus_file, capsys):
+    sidecar = old_run / "checkpoints" / "latest.json"
+    meta = json.loads(sidecar.read_text())
+    meta["state"]["progress"]["step"] = 2  # the .npz's checksum cannot see this; AdamW counted 4 steps
+    sidecar.write_text(json.dumps(meta))
+    status, _, err = run_main(["--resume", old_run, "--data", corpus_file, "--max-steps", 6, "--no-report"], capsys)
+    assert status != 0 and "it says step 2, its optimizer counted [4] steps" in err
+    assert len(err.strip().splitlines()) == 1, err
