@@ -576,7 +576,7 @@ def sweep(args, out, names, on_step):
 
 def finished_row(trainer):
     """The final metrics row of a run that already finished (report written), else None."""
-    done = (trainer.run_dir / "report.md").is_file() and trainer.metrics and trainer.metrics[-1]["full_eval"]
+    done = (trainer.run_dir / "report.md").is_file() and trainer.metrics and trainer.metrics[-1].get("full_eval")
     return trainer.metrics[-1] if done and trainer.stop_reason() else None
 
 
@@ -618,7 +618,7 @@ def main(argv=None, on_step=None):
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
     except OSError as err:  # a full disk (ENOSPC), a read-only (EROFS) or forbidden (EACCES) place, ...
-        what = f"{err.filename or 'a file'}: {err.strerror or err}"
+        what = f"a file: {err.strerror or err}"
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             what += "; free space or make it writable, then continue with --resume (files written before are whole)"
         print(f"train.py: error: cannot use {what}", file=sys.stderr)

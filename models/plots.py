@@ -6,6 +6,7 @@ always whole.
 """
 
 import io
+import math
 
 import matplotlib
 
@@ -13,8 +14,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
+from matplotlib.ticker import LogFormatter  # noqa: E402
 
+from models.trainer import is_evaluation  # noqa: E402
 from tensorlab.serialization import write_atomically  # noqa: E402
+
+ATTENTION_TICKS = (0, 0.02, 0.1, 0.25, 0.5, 1)  # the colour bar's marks, spread evenly by the square-root scale
 
 
 def _save(fig, path):
@@ -30,15 +35,28 @@ def _series(metrics, key):
     return [m["step"] for m in rows], [m[key] for m in rows]
 
 
-def loss_curves(metrics, path):
-    """Training loss (mean over each evaluation interval) and validation loss against step."""
+def _train_series(metrics):
+    """(steps, losses) of the training loss: the train-loss rows, and before the first of them the means that
+    evaluation rows hold (a run from before train-loss rows logged the training loss only at evaluations)."""
+    logged = [m for m in metrics if not is_evaluation(m)]
+    first = logged[0]["step"] if logged else math.inf
+    older = [m for m in metrics if is_evaluation(m) and m.get("train_loss") is not None and m["step"] < first]
+    return [m["step"] for m in older + logged], [m["train_loss"] for m in older + logged]
+
+
+def loss_curves(metrics, vocab_size, path):
+    """Training loss (each point the mean since the previous one) and validation loss against step, with the
+    loss of a uniform guess over the vocabulary, ln V, where an untrained model starts."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for key, label in (("train_loss", "train (mean since the last evaluation)"), ("val_loss", "validation")):
-        steps, values = _series(metrics, key)
-        ax.plot(steps, values, marker=".", label=label)
+    uniform = math.log(vocab_size)
+    ax.axhline(
+        uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln {vocab_size} = {uniform:.2f}"
+    )
+    ax.plot(*_train_series(metrics), linewidth=1, label="train (each point: the mean since the previous one)")
+    ax.plot(*_series([m for m in metrics if is_evaluation(m)], "val_loss"), marker=".", label="validation")
     ax.set(xlabel="step", ylabel="cross-entropy (nats per token)", title="Loss")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper right")
     _save(fig, path)
 
 
@@ -48,8 +66,15 @@ def val_perplexity(metrics, path):
     steps, values = _series(metrics, "perplexity")
     ax.plot(steps, values, marker=".", color="tab:orange")
     ax.set(xlabel="step", ylabel="perplexity", yscale="log", title="Validation perplexity")
+    _plain_log_ticks(ax)
     ax.grid(alpha=0.3, which="both")
     _save(fig, path)
+
+
+def _plain_log_ticks(ax):
+    """Label a log y axis with plain numbers (60, 200), not matplotlib's default 6×10^1."""
+    ax.yaxis.set_major_formatter(LogFormatter())
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))  # more within 2 decades
 
 
 def layer_curves(metrics, key, path, ylabel, title):
@@ -68,16 +93,24 @@ def layer_curves(metrics, key, path, ylabel, title):
 
 
 def _heatmap(ax, weights, labels, show_x=True, show_y=True):
-    """Attention weights (T, T): row = the query token, column = the key token it looks at.
+    """Attention weights (T, T): row = the query token, column = the key token it looks at; returns the image.
 
     The colour follows the square root of the weight, so that the many small weights of
     a head that spreads its attention still show.
     """
-    ax.imshow(weights, cmap="viridis", norm=PowerNorm(0.5, vmin=0, vmax=1), interpolation="nearest")
+    image = ax.imshow(weights, cmap="viridis", norm=PowerNorm(0.5, vmin=0, vmax=1), interpolation="nearest")
     ticks = np.arange(len(labels))
     ax.set_xticks(ticks, labels if show_x else [], rotation=90, fontsize=6)
     ax.set_yticks(ticks, labels if show_y else [], fontsize=6)
     ax.tick_params(length=0)
+    return image
+
+
+def _colour_bar(fig, image, axes, shrink=0.8):
+    """One colour bar beside `axes` that reads every heatmap of the figure (they share the colormap and scale)."""
+    bar = fig.colorbar(image, ax=axes, shrink=shrink, aspect=30, ticks=ATTENTION_TICKS)
+    bar.set_label("attention weight", fontsize=9)
+    bar.ax.tick_params(labelsize=8)
 
 
 def attention_heads(weights, labels, path, title):
@@ -91,11 +124,10 @@ def attention_heads(weights, labels, path, title):
         if h >= H:
             ax.axis("off")
             continue
-        _heatmap(ax, weights[h], labels)
+        image = _heatmap(ax, weights[h], labels)
         ax.set_title(f"head {h}", fontsize=9)
-    fig.suptitle(
-        f"{title}\nrow: query token, column: the token it attends to (colour: sqrt of the weight)", fontsize=10
-    )
+    _colour_bar(fig, image, axes)
+    fig.suptitle(f"{title}\nrow: query token, column: the token it attends to", fontsize=10)
     _save(fig, path)
 
 
@@ -109,11 +141,12 @@ def attention_evolution(snapshots, labels, path):
     for r, (step, weights) in enumerate(snapshots):
         for layer in range(n_layers):
             ax = axes[r, layer]
-            _heatmap(ax, weights[layer].mean(axis=0), labels, show_x=r == n_rows - 1, show_y=layer == 0)
+            image = _heatmap(ax, weights[layer].mean(axis=0), labels, show_x=r == n_rows - 1, show_y=layer == 0)
             if r == 0:
                 ax.set_title(f"layer {layer} (mean of heads)", fontsize=9)
             if layer == 0:
                 ax.set_ylabel(f"step {step}", fontsize=10)
+    _colour_bar(fig, image, axes, shrink=min(0.8, 1.5 / n_rows))  # about one row of heatmaps long
     fig.suptitle("Attention on one validation passage across training", fontsize=11)
     _save(fig, path)
 
@@ -140,6 +173,7 @@ def sweep_perplexity(runs, path):
         steps, values = _series(metrics, "perplexity")
         ax.plot(steps, values, marker=".", label=name)
     ax.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Sweep: validation perplexity")
+    _plain_log_ticks(ax)
     ax.grid(alpha=0.3, which="both")
     ax.legend()
     _save(fig, path)

@@ -21,6 +21,12 @@ PASSAGE_TOKENS = 32  # tokens of validation text shown in the attention figures
 SAMPLE_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "To be, or not to be,")
 SAMPLE_SETTINGS = ((0.8, 40), (1.0, None))  # (temperature, top_k)
 TOPK_PROMPTS = ("ROMEO:", "First Citizen:\nWe are", "O Romeo, Romeo! wherefore art thou")
+UNDECODABLE = "\ufffd"
+UNDECODABLE_NOTE = (
+    "A \ufffd in `samples.txt` marks bytes that form no character: a byte-level model generates bytes, and it "
+    "sometimes puts them in an order UTF-8 does not allow (a character's first byte followed by a letter). "
+    "A character the sample merely stops inside is held back, not shown (BPETokenizer.decode)."
+)
 
 
 def write_outputs(run, final):
@@ -101,7 +107,7 @@ def write_figures(run, final):
     cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
     metrics, progress = run.metrics, run.progress
     figures = run_dir / "figures"
-    plots.loss_curves(metrics, figures / "loss_curves.png")
+    plots.loss_curves(metrics, tokenizer.vocab_size, figures / "loss_curves.png")
     plots.val_perplexity(metrics, figures / "val_perplexity.png")
     plots.layer_curves(
         metrics,
@@ -216,6 +222,8 @@ def write_report(path, title, summary, config, figures, topk, samples):
         "```",
         "",
     ]
+    if any(UNDECODABLE in sample for sample in samples):
+        lines += [UNDECODABLE_NOTE, ""]
     write_atomically(path, "\n".join(lines).encode("utf-8"))
 
 

@@ -47,7 +47,7 @@ def _setting(default, help):
     return field(default=default, metadata={"help": help})
 
 
-POSITIVE_COUNTS = ("batch_size", "eval_interval")  # integer settings that must be >= 1
+POSITIVE_COUNTS = ("batch_size", "eval_interval", "log_interval")  # integer settings that must be >= 1
 MAX_MINUTES = 1_000_000  # about two years: a time limit past it is a typo (and its horizon would overflow)
 COUNTS = (  # integer settings that must be >= 0
     "warmup_steps",
@@ -107,6 +107,7 @@ class TrainConfig:
     max_steps: int = _setting(0, "stop after this many steps (0: no step limit)")
     max_minutes: float = _setting(10.0, "stop after this many minutes of training (0: no time limit)")
     eval_interval: int = _setting(100, "evaluate, log and checkpoint every this many steps")
+    log_interval: int = _setting(2, "log the mean training loss of every this many steps (and before each evaluation)")
     checkpoint_interval: int = _setting(0, "also save the latest checkpoint every this many steps (0: at evaluations)")
     eval_batches: int = _setting(0, "validation batches per evaluation, spread evenly (0: all of them)")
     early_stopping_patience: int = _setting(0, "stop after this many evaluations without a better val loss (0: never)")

@@ -5,7 +5,16 @@
     final = trainer.fit()   # None when interrupted
 
 `fit` reads in the order a run happens: evaluate when one is due, stop when a limit is
-reached, else `step()` (batch, forward, backward, clip, AdamW, the lr schedule), save.
+reached, else `step()` (batch, forward, backward, clip, AdamW, the lr schedule), log, save.
+
+metrics.jsonl holds two kinds of rows, in the order they happened. A train-loss row
+({"step", "train_loss", "steps_averaged", "lr"}) every log_interval steps, and before each
+evaluation for the steps since the last one: train_loss is the mean of the training losses of
+the steps_averaged steps ending at step. An evaluation row (it has val_loss) at every
+evaluation: its train_loss is the mean since the previous evaluation. Each training step is in
+exactly one train-loss row, across resumes too. The file is rewritten just before latest is
+saved, with the rows latest counts, so a resume continues it (only a kill between the two
+writes leaves rows that latest has not counted: the resume drops them and writes them again).
 `state_dict()` gathers the model, the optimizer, the lr schedules, both random
 generators and `progress` (counters, the best val loss, the values of the latest step);
 `load_state_dict()` puts them back, so a resumed run continues bitwise as if it had
@@ -59,7 +68,8 @@ def new_progress(corpus_sha256):
         evals_since_best=0,
         last_eval_step=None,
         snapshots=[],
-        train_losses=[],
+        train_losses=[],  # since the last evaluation
+        losses_since_log=[],  # since the last train-loss row
         corpus_sha256=corpus_sha256,
         stop_reason=None,
         last={},
@@ -119,7 +129,7 @@ class Trainer:
         }
 
     def load_state_dict(self, state):
-        """Continue from `state` (a checkpoint); the metrics rows after its last evaluation are dropped.
+        """Continue from `state` (a checkpoint); the metrics rows it has not counted are dropped.
 
         Returns False when the random streams cannot be restored exactly (a GPU run saved before the draw counts).
         """
@@ -128,9 +138,15 @@ class Trainer:
         self._restore_schedules(state)
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
-        self.progress = checked_progress(dict(new_progress(None), **state["progress"]))
-        last_eval = self.progress["last_eval_step"]
-        self.metrics = [row for row in read_metrics(self.run_dir) if last_eval is not None and row["step"] <= last_eval]
+        self.progress = p = checked_progress(dict(new_progress(None), **state["progress"]))
+        if "losses_since_log" not in state["progress"]:  # saved before train-loss rows: they start at its evaluation
+            p["losses_since_log"] = list(p["train_losses"])
+        last_eval, last_log = p["last_eval_step"], p["step"] - len(p["losses_since_log"])
+        self.metrics = [
+            row
+            for row in read_metrics(self.run_dir)
+            if last_eval is not None and row["step"] <= (last_eval if is_evaluation(row) else last_log)
+        ]
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
         return tl_random.restores_exactly(self.tensorlab_rng)
 
@@ -203,7 +219,7 @@ class Trainer:
     def step(self):
         """One optimizer step on one random batch; returns the loss (a float: the step's one fetch from the device)."""
         cfg, step = self.cfg, self.progress["step"]
-        logged = self._logged(step + 1)  # per-layer statistics only for steps that a metrics row shows
+        logged = self._logged(step + 1)  # per-layer statistics only for steps an evaluation row shows
         t0 = time.perf_counter()
         x, y = random_windows(
             self.train_ids, cfg.batch_size, cfg.model.context_len, self.batch_rng
@@ -235,6 +251,7 @@ class Trainer:
             ),
         )
         p["train_losses"].append(loss_value)
+        p["losses_since_log"].append(loss_value)
         self.tensorlab_rng = tl_random.get_state()  # after this step's dropout masks
         return loss_value
 
@@ -242,12 +259,28 @@ class Trainer:
         """Whether an evaluation's metrics row will show the step that ends at `step` (a time limit is not foreseen)."""
         return step % self.cfg.eval_interval == 0 or step == self.cfg.max_steps
 
+    def log_train_loss(self):
+        """Append a train-loss row for the steps since the last one (none when there are none)."""
+        p = self.progress
+        if p["losses_since_log"]:
+            losses = p["losses_since_log"]
+            self.metrics.append(
+                dict(
+                    step=p["step"],
+                    train_loss=math.fsum(losses) / len(losses),
+                    steps_averaged=len(losses),
+                    lr=p["last"]["lr"],
+                )
+            )
+            p["losses_since_log"] = []
+
     # ----- evaluation and checkpoints ------------------------------------------------------------------------
 
     def evaluate(self, final=False):
-        """Evaluate the model now, log a metrics row, keep best and latest; the final evaluation uses every token."""
+        """Evaluate the model now, log an evaluation row, keep best and latest; the final one uses every token."""
+        self.log_train_loss()  # each evaluation row follows the train-loss row of its step
         step, metrics = self.progress["step"], self.metrics
-        same_step = bool(metrics) and metrics[-1]["step"] == step
+        same_step = bool(metrics) and is_evaluation(metrics[-1]) and metrics[-1]["step"] == step
         if final and same_step and metrics[-1]["full_eval"]:
             return metrics[-1]  # this very model was just evaluated on every token
         val = evaluate(
@@ -265,8 +298,7 @@ class Trainer:
         metrics.append(row)
         self.progress.update(train_losses=[], last_eval_step=step, interval_tokens=0, interval_time=0.0)
         self._snapshot(step, final)
-        write_metrics(self.run_dir, metrics)
-        self.save("latest")
+        self.save_latest()
         return row
 
     def _row(self, step, val, final):
@@ -305,6 +337,11 @@ class Trainer:
         if not snaps or snaps[-1] != step and (final or step >= 2 * max(snaps[-1], self.cfg.eval_interval // 2)):
             self.save(f"snapshot_step{step:06d}")
             snaps.append(step)
+
+    def save_latest(self):
+        """metrics.jsonl, then checkpoints/latest: a kill between them leaves rows that a resume drops and redoes."""
+        write_metrics(self.run_dir, self.metrics)
+        self.save("latest")
 
     def save(self, name, **extra):
         """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others.
@@ -362,8 +399,7 @@ class Trainer:
             except KeyboardInterrupt:
                 if self._busy:
                     raise
-                write_metrics(self.run_dir, self.metrics)  # latest and metrics.jsonl agree on the last evaluation
-                self.save("latest")
+                self.save_latest()
                 return None
             else:
                 return self.evaluate(final=True)
@@ -383,11 +419,13 @@ class Trainer:
             self._busy = True
             self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
             self._busy = False
+            if p["step"] % cfg.log_interval == 0:
+                self.log_train_loss()
             self.on_step(p["step"])
             if stop_requested():
                 raise KeyboardInterrupt
             if cfg.checkpoint_interval and p["step"] % cfg.checkpoint_interval == 0:
-                self.save("latest")
+                self.save_latest()
 
 
 PROGRESS_TYPES = {
@@ -397,6 +435,7 @@ PROGRESS_TYPES = {
     "evals_since_best": int,
     "snapshots": list,
     "train_losses": list,
+    "losses_since_log": list,
     "last": dict,
     "interval_tokens": int,
     "interval_time": (int, float),
@@ -457,6 +496,11 @@ def read_metrics(run_dir):
         if not isinstance(rows[-1], dict) or not isinstance(rows[-1].get("step"), int):
             raise MetricsError(f"{path} line {number} is not a metrics row (a JSON object with a step)")
     return rows
+
+
+def is_evaluation(row):
+    """Whether a metrics row is an evaluation's (it has val_loss), not a train-loss row."""
+    return "val_loss" in row
 
 
 def write_metrics(run_dir, metrics):

@@ -19,6 +19,7 @@ import strict_cupy
 
 import tensorlab
 from models.checkpoint import read_checkpoint
+from models.trainer import is_evaluation
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "tests" / "strict_cupy" / "run.py"
@@ -45,8 +46,10 @@ def train_py(*args, device="cuda"):
     return done.stdout
 
 
-def metrics(run_dir):
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+def metrics(run_dir, evaluations=True):
+    """The evaluation rows of a run's metrics.jsonl (evaluations=False: its train-loss rows)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [row for row in rows if is_evaluation(row) == evaluations]
 
 
 def tiny(corpus, out, *extra):
@@ -110,6 +113,7 @@ def test_resume_on_cuda_with_dropout_is_exact(tmp_path, corpus_file):
     got, want = untimed_metrics(resumed), untimed_metrics(whole)
     del got[2]["train_loss"], want[1]["train_loss"]  # step 10's: the mean since step 8's evaluation in the resumed run
     assert [r for r in got if r["step"] != 8] == want  # every other number, bitwise
+    assert metrics(resumed, evaluations=False) == metrics(whole, evaluations=False)  # the mean of every 2 steps
     a = read_checkpoint(whole / "checkpoints" / "latest")
     b = read_checkpoint(resumed / "checkpoints" / "latest")
     assert a["tensorlab_rng"]["device_draws"]["cuda"] > 0  # the run really drew masks on the device

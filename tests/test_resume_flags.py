@@ -17,7 +17,7 @@ from models.run_dir import (
     LOCK_NAME,  # the lock's holder note is rewritten by every start
     RESUME_REFUSED,
 )
-from models.trainer import read_metrics
+from models.trainer import is_evaluation, read_metrics
 from tensorlab.optim import WarmupCosine
 
 STEPS = 8
@@ -84,7 +84,7 @@ def test_evaluation_settings_and_the_change_are_in_config_json_and_the_metrics(s
     argv = ["--resume", out, "--max-steps", 2 * STEPS, "--eval-interval", 2, "--eval-batches", 1, "--lr", 0.01]
     status, _, err = run_main([*argv, "--no-report"], capsys)
     assert status == 0 and f"resuming at step {STEPS} with changed settings: " in err
-    rows = read_metrics(out)
+    rows = [row for row in read_metrics(out) if is_evaluation(row)]
     assert [r["step"] for r in rows] == [0, 4, 8, 10, 12, 14, 16]  # every 2 steps from the resume on
     changed = rows[3]["config_changes"][0]
     assert changed["step"] == STEPS and changed["changed"]["lr"] == [0.003, 0.01]

@@ -21,7 +21,7 @@ from models.report import run_summary
 from models.run_dir import LOCK_NAME  # the lock's holder note is rewritten by every start
 from models.tokenizer import BPETokenizer
 from models.train_config import TrainConfig
-from models.trainer import Trainer, horizon
+from models.trainer import Trainer, horizon, is_evaluation
 from models.transformer import TinyTransformerLM
 from tensorlab import serialization
 from tensorlab.optim import AdamW, WarmupCosine
@@ -73,6 +73,10 @@ def read_metrics(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def evaluation_rows(run_dir):
+    return [row for row in read_metrics(run_dir) if is_evaluation(row)]
+
+
 def parameters(run_dir, checkpoint="latest"):
     return read_checkpoint(run_dir / "checkpoints" / checkpoint)["model"]
 
@@ -110,7 +114,7 @@ def test_a_run_writes_every_output(run_dir):
 
 
 def test_metrics_have_every_key_and_make_sense(run_dir):
-    rows = read_metrics(run_dir)
+    rows = evaluation_rows(run_dir)
     assert [r["step"] for r in rows] == [0, 10, 20, STEPS]
     for row in rows:
         assert METRIC_KEYS <= set(row)
@@ -198,7 +202,7 @@ def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
     shutil.copytree(run_dir, out)
     status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6], capsys)
     assert status == 0
-    assert [r["step"] for r in read_metrics(out)] == [0, 10, 20, STEPS, STEPS + 6]
+    assert [r["step"] for r in evaluation_rows(out)] == [0, 10, 20, STEPS, STEPS + 6]
     assert read_metrics(out)[-1]["lr"] > 3e-4  # the cosine now ends at step 30, not 24 (then it would be min_lr)
     assert json.loads((out / "config.json").read_text())["max_steps"] == STEPS + 6
 
@@ -277,7 +281,7 @@ def test_plateau_halves_the_lr_and_early_stopping_ends_the_run(corpus, tmp_path,
         capsys,
     )
     assert status == 0
-    rows = read_metrics(out)
+    rows = evaluation_rows(out)
     assert [r["step"] for r in rows] == [0, 2, 4, 6]
     assert [r["lr"] for r in rows] == [None, 0.9, 0.45, 0.225]
     assert "early stopping" in (out / "report.md").read_text()
