@@ -29,12 +29,11 @@ def corpus(tmp_path_factory, corpus_file):
     return path
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 700 KiB tmpfs where the machine lets us mount one (root); else None (the write is failed by injection)."""
+def _tmpfs(tmp_path, size):
+    """A tmpfs of `size` where the machine lets us mount one (root); else None."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=700k", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
     if done.returncode != 0:
         yield None
         return
@@ -42,6 +41,18 @@ def small_disk(tmp_path):
         yield mount
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 700 KiB tmpfs (or None: then the write is failed by injection)."""
+    yield from _tmpfs(tmp_path, "700k")
+
+
+@pytest.fixture
+def disk(tmp_path):
+    """A 64 MiB tmpfs, to remount read-only (or None)."""
+    yield from _tmpfs(tmp_path, "64m")
 
 
 def test_a_full_disk_is_one_line_and_the_checkpoints_stay_whole(corpus, tmp_path, small_disk, capsys, monkeypatch):
@@ -122,3 +133,44 @@ def test_a_temperature_whose_inverse_overflows_samples_greedily():
         picked = sample_next(logits, temperature, None, np.random.default_rng(0))
         assert picked.tolist() == [1, 0]  # the limit as the temperature goes to 0
     assert sample_next(logits, 1.0, None, np.random.default_rng(0)).shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("code", "strerror"), [(errno.EROFS, "Read-only file system"), (errno.EACCES, "Permission denied")]
+)
+def test_a_checkpoints_folder_that_turns_unwritable_is_one_line_naming_it(
+    corpus, tmp_path, capsys, monkeypatch, code, strerror
+):
+    """Root writes anywhere, so the refusal is injected where the atomic write puts its file in place."""
+    out = tmp_path / "run"
+    real_replace, saved = os.replace, []
+
+    def refused_after_three_latests(src, dst, *args, **kwargs):
+        if Path(dst).name == "latest.safetensors":
+            if len(saved) == 3:
+                raise OSError(code, strerror, str(dst))
+            saved.append(dst)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", refused_after_three_latests)
+    status, _, err = run_main(tiny_args(corpus, out, "--max-steps", 400, "--checkpoint-interval", 1), capsys)
+    monkeypatch.undo()
+    latest = out / "checkpoints" / "latest.safetensors"
+    assert_one_line(status, err, f"cannot use {latest}: {strerror}", "make it writable", "--resume", code=1)
+    assert read_checkpoint(latest)["progress"]["step"] == 2  # the third (steps 0, 1, 2), whole
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_a_read_only_mount_on_resume_is_one_line_and_loses_nothing(corpus, disk, capsys):
+    if disk is None:
+        pytest.fail("cannot mount a tmpfs here (not root?): the injected EROFS test above covers the message")
+    out = disk / "run"
+    status, _, err = run_main(tiny_args(corpus, out, "--max-steps", 4), capsys)
+    assert status == 0, err
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    remount = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True)
+    assert remount.returncode == 0, remount.stderr
+    status, _, err = run_main(["--resume", out, "--data", corpus, "--max-steps", 8, "--no-report"], capsys)
+    assert status in (1, 2) and len([line for line in err.splitlines() if line.strip()]) == 1, err
+    assert "Traceback" not in err and str(out) in err and ("Read-only" in err or "cannot write" in err), err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
