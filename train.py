@@ -618,7 +618,7 @@ def main(argv=None, on_step=None):
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
     except OSError as err:  # a full disk (ENOSPC), a read-only (EROFS) or forbidden (EACCES) place, ...
-        what = f"a file: {err.strerror or err}"
+        what = f"{err.filename or 'a file'}: {err.strerror or err}"
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             what += "; free space or make it writable, then continue with --resume (files written before are whole)"
         print(f"train.py: error: cannot use {what}", file=sys.stderr)
