@@ -207,7 +207,7 @@ HINTED = [
         "function",
         "unbroadcast(gy * self.b / self.y, self.b.shape)",
         "gy * self.b / self.y",
-        "'b' was broadcast",
+        "A missing sum over the broadcast axes",  # a second sentence: kept while no clause gives the fix
         "gb.sum",
     ),
     ("adamw", "np.sqrt(v_hat) + eps", "np.sqrt(v_hat + eps)", "eps belongs outside the square root", "divide by"),

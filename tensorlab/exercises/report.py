@@ -18,13 +18,13 @@ import re
 LEVELS = ("none", "name", "fix")
 INDENT = "    "
 CASE_LINE = re.compile(r"^(?P<header>\S.*): (?P<result>ok|FAILED)$")
-# A clause after ': ' or '; ' gives the fix, not the name of the mistake, when it holds a formula or
-# code (an equation, a transpose, a division, a power, a call, self. or np., a code span, "instead of")
-# or starts with an imperative ("divide by ...", "use self.r"): `named` stops before it.
+# A clause gives the fix, not the name of the mistake, when outside brackets it holds a formula or
+# code (an equation, a transpose, a division, a power, a call, self. or np., a code span, "instead of"),
+# states the right gradient ("the gradient is ...") or starts with an imperative ("divide by ...",
+# "use self.r"): `named` stops before it.
 FIX = re.compile(
-    r" = |[+-]=|\^T|/|\*\*|\w\(|\bself\.|\bnp\.|\binstead of\b|`[^`]*[^\w`][^`]*`"
-    r"|^(add|apply|build|check|compute|divide|keep|leave|look|make|multiply|put|return|start|subtract|sum|take"
-    r"|use|write)\b",
+    r" = |[+-]=|\^T|/|\*\*|\w\(|\bself\.|\bnp\.|\binstead of\b|`[^`]*[^\w`][^`]*`|^the gradient is\b"
+    r"|^(add|apply|build|compute|divide|fix|give|keep|leave|make|multiply|put|return|start|subtract|sum|take|use|write)\b",
     re.IGNORECASE,
 )
 WHO = re.compile(r"^'[^']+'(?: and '[^']+')*: ")  # "'q' and 'k': ", the inputs a slip explains, kept
@@ -36,10 +36,10 @@ SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 def named(text):
     """The part of a diagnosis that names the mistake, without the fix.
 
-    A diagnosis says what is wrong first, then why and how to fix it: its first clause is kept,
-    then each clause after a ': ' or '; ' up to the end of the first sentence, unless it gives the
-    fix (FIX). Brackets and code spans are read as one piece. A line saying what the student's code
-    raised is a fact, kept whole.
+    A diagnosis says what is wrong first, then why, then how to fix it: its first clause is kept,
+    then each clause (split at ': ', '; ' and '. ') until the first that gives the fix (FIX).
+    Brackets and code spans are read as one piece. A line saying what the student's code raised
+    is a fact, kept whole.
     """
     if " raised " in text:
         return text
@@ -48,10 +48,22 @@ def named(text):
     clauses = _clauses(text[len(who) :])
     kept = clauses[0][1]
     for boundary, clause in clauses[1:]:
-        if boundary == ". " or FIX.search(clause):
+        if FIX.search(_outside_brackets(clause)):
             return who + kept.rstrip(".") + "."
         kept += boundary + clause
     return who + kept
+
+
+def _outside_brackets(text):
+    """text without what is inside (...), [...] and {...}, the brackets kept: an aside does not decide."""
+    kept, depth = [], 0
+    for char in text:
+        depth -= char in ")]}"
+        if depth <= 0:
+            kept.append(char)
+            depth = 0
+        depth += char in "([{"
+    return "".join(kept)
 
 
 def _clauses(text):
