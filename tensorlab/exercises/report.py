@@ -5,10 +5,11 @@ The checkers write their report line by line (`out`): a line per case, `case 2/3
 FAILED. `Report` takes those lines, keeps them by case, and shows them at one of three levels:
 
     fix    everything the checker says: the mistake, why, and the right formula or line of code
-    name   each diagnosis cut to the part that names the mistake (see `named`); facts stay whole
-           (which input, which elements, where the backward first goes wrong, gradcheck's table,
-           what the student's code raised)
-    none   passed or failed, case by case, and nothing about why
+    name   each diagnosis cut before the part that gives the fix (see `named`); facts stay whole
+           (which input, which elements, where the backward first goes wrong, the table of wrong
+           elements, what the student's code raised)
+    none   passed or failed, case by case, and nothing about why (for a file that cannot be
+           checked at all, the first line of why)
 
 `record` is the JSON form (`check --json`, read back by `grade`).
 """
