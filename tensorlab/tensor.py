@@ -260,6 +260,14 @@ class Tensor:
     def __rpow__(self, base):
         return F.pow(base, self)
 
+    def _in_place(self, other):
+        raise RuntimeError(
+            "x += y (or -=, *=, /=, **=, @=) on a Tensor: tensorlab has no in-place arithmetic, where PyTorch would "
+            "change x itself; write x = x + y for a new tensor"
+        )
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = __ipow__ = __imatmul__ = _in_place
+
     def __getitem__(self, index):
         return F.getitem(self, index)
 

@@ -360,3 +360,16 @@ def test_var_and_std_correction_means_what_pytorchs_means():
         np.testing.assert_allclose(ours, x.var(axis=1, ddof=correction), rtol=1e-15)  # NumPy's ddof
     np.testing.assert_allclose(tensorlab.tensor(x).std().item(), torch.tensor(x).std().item(), rtol=1e-15)
     assert tensorlab.tensor(x).var().item() != x.var()  # the default is PyTorch's (1), not NumPy's (0)
+
+
+@pytest.mark.parametrize("symbol", ["+=", "-=", "*=", "/=", "**=", "@="])
+def test_in_place_arithmetic_is_refused_in_one_line_where_pytorch_would_change_the_tensor(symbol):
+    theirs = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    alias = theirs
+    exec(f"theirs {symbol} torch.ones(2, 2)")
+    assert alias is theirs  # PyTorch changed the tensor itself: every name for it sees the new values
+    ours = tensorlab.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(RuntimeError, match="tensorlab has no in-place arithmetic") as error:
+        exec(f"ours {symbol} tensorlab.tensor(np.ones((2, 2)))")
+    assert len(str(error.value).splitlines()) == 1
+    np.testing.assert_array_equal(ours.numpy(), [[1.0, 2.0], [3.0, 4.0]])
