@@ -21,7 +21,7 @@ from tensorlab.ops.compare import compare
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
-from tensorlab.ops.dtypes import as_floating
+from tensorlab.ops.dtypes import as_floating, check_floating
 from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
@@ -168,10 +168,12 @@ def relu(x):
 
 def leaky_relu(x, negative_slope=0.01):
     """x where x > 0, else negative_slope * x (PyTorch's default slope)."""
+    check_floating("leaky_relu", _data(x))  # as PyTorch, which has no integer kernel for it
     return _ew.LeakyRelu(negative_slope)(x)
 
 
 def silu(x):
+    check_floating("silu", _data(x))  # as PyTorch, which has no integer kernel for it
     return _ew.Silu()(x)  # x * sigmoid(x)
 
 
@@ -191,6 +193,7 @@ def astype(x, dtype):
 
 def gelu(x, approximate="none"):
     """x * Phi(x) (exact, erf form, PyTorch's default) or its tanh approximation (approximate='tanh')."""
+    check_floating("gelu", _data(x))  # as PyTorch, which has no integer kernel for it
     return _ew.Gelu(approximate)(x)
 
 

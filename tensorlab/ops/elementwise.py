@@ -10,7 +10,7 @@ import numpy as np
 
 from tensorlab import backend, threads
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
-from tensorlab.ops.dtypes import check_floating, promote
+from tensorlab.ops.dtypes import promote
 from tensorlab.tensor import Function
 
 
@@ -243,7 +243,6 @@ class LeakyRelu(Function):
         self.slope = negative_slope
 
     def forward(self, x):
-        check_floating("leaky_relu", x)
         self.positive = x > 0
         return backend.array_module(x).where(self.positive, x, x * self.slope)
 
@@ -256,7 +255,6 @@ class Silu(Function):
     """SiLU (swish): x * sigmoid(x), the gate of the SwiGLU feed-forward block (PaLM, LLaMA)."""
 
     def forward(self, x):
-        check_floating("silu", x)
         self.x = x
         self.s = 0.5 * (backend.array_module(x).tanh(0.5 * x) + 1)  # sigmoid(x), overflow-free as in Sigmoid
         return x * self.s
@@ -275,7 +273,6 @@ class Gelu(Function):
         self.approximate = approximate
 
     def forward(self, x):
-        check_floating("gelu", x)
         xp = backend.array_module(x)
         if self.approximate == "tanh":
             self.x = x
