@@ -38,6 +38,10 @@ def promote(a, b, true_divide=False, python_ints=True):
     False, not an overflow).
     Python floats are left to Function's scalar rule (they take the other operand's float dtype).
     """
+    dtype_a, dtype_b = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    one_array = dtype_a is not None or dtype_b is not None
+    if one_array and (dtype_a is None or dtype_a.kind == "f") and (dtype_b is None or dtype_b.kind == "f"):
+        return a, b  # the usual case, for two lookups: floats, or a float and a Python number
     from tensorlab.tensor import Tensor
 
     arrays = [v for v in (a, b) if hasattr(v, "dtype")]
