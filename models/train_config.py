@@ -21,11 +21,11 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from models.config import CHOICES as MODEL_CHOICES
 from models.config import ModelConfig, expand_bias
 from models.preprocess import STEPS
 from models.prompts import read_prompts_file
 from models.tokenizer import MIN_BYTELEVEL_VOCAB, PRETOKENIZERS
+from tensorlab.nn.config import CHOICES as MODEL_CHOICES
 
 SCHEDULES = ("warmup_cosine", "constant", "plateau")
 DEVICES = ("cpu", "cuda")

@@ -23,33 +23,14 @@ class TinyTransformerLM(Module):
     def __init__(self, config):
         super().__init__()
         self.config = c = config
-        dtype = np.dtype(c.dtype)
-        self.tok_emb = Embedding(c.vocab_size, c.d_model, c.embedding_std, dtype)  # (V, C)
+        self.tok_emb = Embedding(c.vocab_size, c.d_model, c.embedding_std, c.dtype)  # (V, C)
         if c.pos_encoding == "learned":
-            self.pos_emb = Embedding(c.context_len, c.d_model, c.embedding_std, dtype)  # (T_max, C)
+            self.pos_emb = Embedding(c.context_len, c.d_model, c.embedding_std, c.dtype)  # (T_max, C)
         self.emb_dropout = Dropout(c.dropout)
-        self.blocks = ModuleList(
-            TransformerBlock(
-                c.d_model,
-                c.n_heads,
-                c.d_ff,
-                c.dropout,
-                c.activation,
-                c.qkv_bias,
-                rope=c.pos_encoding == "rope",
-                norm_eps=c.norm_eps,
-                n_layers=c.n_layers,
-                dtype=dtype,
-                norm=c.norm,
-                norm_position=c.norm_position,
-                proj_bias=c.proj_bias,
-                ffn_bias=c.ffn_bias,
-            )
-            for _ in range(c.n_layers)
-        )
-        self.norm = make_norm(c.norm, c.d_model, c.norm_eps, dtype)
+        self.blocks = ModuleList(TransformerBlock(c) for _ in range(c.n_layers))
+        self.norm = make_norm(c)
         if not c.tie_weights:
-            self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=dtype)  # (V, C)
+            self.head = Linear(c.d_model, c.vocab_size, bias=c.head_bias, dtype=c.dtype)  # (V, C)
         self._sinusoids = {}  # (device, dtype) -> (T_max, C) constant table
 
     def forward(self, ids, targets=None, return_attention=False, kv_caches=None):

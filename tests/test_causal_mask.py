@@ -30,8 +30,9 @@ def test_the_additive_bias_is_minus_inf_exactly_where_the_mask_is_true():
 def test_the_composed_attention_uses_the_same_mask_as_the_fused_op():
     rng = np.random.default_rng(0)
     x = tensorlab.tensor(rng.standard_normal((2, 5, 8)))
-    fused = nn.CausalSelfAttention(8, 2, dtype=np.float64)
-    composed = nn.CausalSelfAttention(8, 2, dtype=np.float64, fused=False)
+    config = nn.TransformerConfig(d_model=8, n_heads=2, pos_encoding="learned", dtype="float64")
+    fused = nn.CausalSelfAttention(config)
+    composed = nn.CausalSelfAttention(config, fused=False)
     composed.load_state_dict(fused.state_dict())
     _, att_fused = fused(x, return_attention=True)
     _, att_composed = composed(x, return_attention=True)

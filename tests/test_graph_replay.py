@@ -257,7 +257,7 @@ def test_constants_are_labelled_constants_and_the_users_data_inputs():
     inputs = [t for t in texts if t.startswith("tensor: input (data passed in)")]
     assert len(inputs) >= 2 and all("(2, 8), 16 elements, int64" in t for t in inputs)
 
-    attention = tl.nn.CausalSelfAttention(d_model=8, n_heads=2, rope=True, fused=False)
+    attention = tl.nn.CausalSelfAttention(tl.nn.TransformerConfig(d_model=8, n_heads=2, n_layers=1), fused=False)
     x = leaf((1, 4, 8), 5, requires_grad=False)
     composed = tg.capture(attention(x).sum())
     roles = {node_lines(n)[0]: n.role for n in composed.tensors() if n.role in ("input", "constant")}

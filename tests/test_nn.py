@@ -9,7 +9,6 @@ tests against the definition instead.
 """
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -24,23 +23,10 @@ from tensorlab import nn
 TOLERANCE = 1e-13
 
 
-def twin_config(**overrides):
-    """The attributes models/torch_model.py's modules read from a ModelConfig (`bias`: all three biases)."""
-    values = dict(
-        d_model=16,
-        n_heads=4,
-        d_ff=24,
-        bias=True,
-        dropout=0.0,
-        pos_encoding="learned",
-        activation="gelu",
-        norm_eps=1e-5,
-        norm="rmsnorm",
-        norm_position="pre",
-    )
-    values.update(overrides)
-    bias = values.pop("bias")
-    return SimpleNamespace(**values, qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
+def small(bias=True, **overrides):
+    """A small float64 TransformerConfig (`bias`: all three biases); our layer and its torch twin read the same one."""
+    values = dict(d_model=16, n_heads=4, d_ff=24, n_layers=1, pos_encoding="learned", dtype="float64")
+    return nn.TransformerConfig(**{**values, **overrides}, qkv_bias=bias, proj_bias=bias, ffn_bias=bias)
 
 
 class TorchSwiGLU(torch.nn.Module):
@@ -67,10 +53,6 @@ class Row:
     ids: bool = False  # the input is integer ids (no input gradient)
     scale: float = 1.0  # input scale
     extra: dict = field(default_factory=dict)
-
-
-def attention_twin(c):
-    return torch_twin.TorchAttention(c)
 
 
 ROWS = [
@@ -122,53 +104,57 @@ ROWS = [
     Row("dropout-p1-train", lambda: nn.Dropout(1.0), lambda: torch.nn.Dropout(1.0)),
     Row(
         "attention-learned-bias",
-        lambda: nn.CausalSelfAttention(16, 4, dtype=np.float64),
-        lambda: attention_twin(twin_config()),
+        lambda: nn.CausalSelfAttention(small()),
+        lambda: torch_twin.TorchAttention(small()),
     ),
     Row(
         "attention-rope-no-bias",
-        lambda: nn.CausalSelfAttention(16, 2, bias=False, rope=True, dtype=np.float64),
-        lambda: attention_twin(twin_config(n_heads=2, bias=False, pos_encoding="rope")),
+        lambda: nn.CausalSelfAttention(small(n_heads=2, bias=False, pos_encoding="rope")),
+        lambda: torch_twin.TorchAttention(small(n_heads=2, bias=False, pos_encoding="rope")),
     ),
     Row(
         "attention-composed-rope",
-        lambda: nn.CausalSelfAttention(16, 4, rope=True, dtype=np.float64, fused=False),
-        lambda: attention_twin(twin_config(pos_encoding="rope")),
+        lambda: nn.CausalSelfAttention(small(pos_encoding="rope"), fused=False),
+        lambda: torch_twin.TorchAttention(small(pos_encoding="rope")),
     ),
     Row(
         "attention-dropout-eval",
-        lambda: nn.CausalSelfAttention(16, 4, dropout=0.3, dtype=np.float64),
-        lambda: attention_twin(twin_config(dropout=0.3)),
+        lambda: nn.CausalSelfAttention(small(dropout=0.3)),
+        lambda: torch_twin.TorchAttention(small(dropout=0.3)),
         training=False,
     ),
     Row(
         "feed-forward-gelu",
-        lambda: nn.FeedForward(16, 24, dtype=np.float64),
-        lambda: torch_twin.TorchFeedForward(twin_config()),
+        lambda: nn.FeedForward(small()),
+        lambda: torch_twin.TorchFeedForward(small()),
     ),
     Row(
         "feed-forward-relu-no-bias-dropout-eval",
-        lambda: nn.FeedForward(16, 24, activation="relu", dropout=0.5, bias=False, dtype=np.float64),
-        lambda: torch_twin.TorchFeedForward(twin_config(activation="relu", dropout=0.5, bias=False)),
+        lambda: nn.FeedForward(small(activation="relu", dropout=0.5, bias=False)),
+        lambda: torch_twin.TorchFeedForward(small(activation="relu", dropout=0.5, bias=False)),
         training=False,
     ),
-    Row("swiglu-feed-forward", lambda: nn.SwiGLUFeedForward(16, 24, dtype=np.float64), lambda: TorchSwiGLU(16, 24)),
+    Row(
+        "swiglu-feed-forward",
+        lambda: nn.SwiGLUFeedForward(small(activation="swiglu")),
+        lambda: TorchSwiGLU(16, 24),
+    ),
     Row(
         "swiglu-no-bias-dropout-eval",
-        lambda: nn.SwiGLUFeedForward(16, 8, dropout=0.5, bias=False, dtype=np.float64),
+        lambda: nn.SwiGLUFeedForward(small(activation="swiglu", d_ff=8, dropout=0.5, bias=False)),
         lambda: TorchSwiGLU(16, 8, bias=False, dropout=0.5),
         training=False,
     ),
     Row(
         "block-eps-0.1-rope",
-        lambda: nn.TransformerBlock(16, 4, 24, rope=True, norm_eps=0.1, dtype=np.float64),
-        lambda: torch_twin.TorchBlock(twin_config(pos_encoding="rope", norm_eps=0.1)),
+        lambda: nn.TransformerBlock(small(pos_encoding="rope", norm_eps=0.1)),
+        lambda: torch_twin.TorchBlock(small(pos_encoding="rope", norm_eps=0.1)),
         scale=0.3,
     ),
     Row(
         "block-relu-no-bias-eval",
-        lambda: nn.TransformerBlock(16, 2, 8, dropout=0.2, activation="relu", bias=False, dtype=np.float64),
-        lambda: torch_twin.TorchBlock(twin_config(n_heads=2, d_ff=8, dropout=0.2, activation="relu", bias=False)),
+        lambda: nn.TransformerBlock(small(n_heads=2, d_ff=8, dropout=0.2, activation="relu", bias=False)),
+        lambda: torch_twin.TorchBlock(small(n_heads=2, d_ff=8, dropout=0.2, activation="relu", bias=False)),
         training=False,
     ),
 ]
@@ -220,7 +206,7 @@ def test_layer_matches_torch_forward_and_every_gradient(row):
 
 
 def test_the_table_covers_every_layer():
-    layers = {name for name in nn.__all__ if name not in ("Parameter", "Module", "ModuleList")}
+    layers = {name for name in nn.__all__ if name not in ("Parameter", "Module", "ModuleList", "TransformerConfig")}
     covered = {type(row.ours()).__name__ for row in ROWS}
     assert layers == covered, f"layers without a row: {sorted(layers - covered)}"
 
@@ -253,8 +239,8 @@ def test_dropout_in_training_zeroes_a_fraction_p_and_scales_the_rest(p):
 
 
 def test_module_train_and_eval_reach_every_sub_module_like_torch():
-    ours = nn.TransformerBlock(16, 4, 24, dropout=0.1)
-    theirs = torch_twin.TorchBlock(twin_config(dropout=0.1))
+    ours = nn.TransformerBlock(small(dropout=0.1))
+    theirs = torch_twin.TorchBlock(small(dropout=0.1))
     for mode in (False, True):
         ours.train(mode)
         theirs.train(mode)
@@ -265,7 +251,7 @@ def test_module_train_and_eval_reach_every_sub_module_like_torch():
 def test_attention_constants_cache_is_bounded():
     """Generating token by token asks for masks and RoPE tables of every length: only the latest few stay."""
     for fused in (True, False):
-        attention = nn.CausalSelfAttention(16, 4, rope=True, fused=fused, dtype=np.float64)
+        attention = nn.CausalSelfAttention(small(pos_encoding="rope"), fused=fused)
         for T in range(1, 40):
             attention(tensorlab.tensor(np.zeros((1, T, 16))))
         assert 0 < len(attention._constants) <= attention.MAX_CACHED

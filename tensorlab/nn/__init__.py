@@ -1,6 +1,7 @@
 """Neural-network building blocks, named as in torch.nn."""
 
 from tensorlab.nn.attention import CausalSelfAttention
+from tensorlab.nn.config import TransformerConfig
 from tensorlab.nn.layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module, ModuleList
 from tensorlab.nn.parameter import Parameter
@@ -16,6 +17,7 @@ __all__ = [
     "RMSNorm",
     "LayerNorm",
     "Dropout",
+    "TransformerConfig",
     "CausalSelfAttention",
     "FeedForward",
     "SwiGLUFeedForward",

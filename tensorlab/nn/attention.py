@@ -18,6 +18,7 @@ import numpy as np
 from tensorlab import backend
 from tensorlab import functional as F
 from tensorlab.nn import init
+from tensorlab.nn.config import expect_config
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 from tensorlab.nn.positional import apply_rope, rope_tables
@@ -55,34 +56,22 @@ class KVCache:
 class CausalSelfAttention(Module):
     """Fused q/k/v projection, H heads of scaled dot-product attention under a causal mask, output projection.
 
-    `bias` switches the biases of the q/k/v projection; `proj_bias` those of the output projection
-    (None: the same as `bias`).
+    Sizes and switches come from `config` (tensorlab/nn/config.py): d_model, n_heads, dropout, qkv_bias,
+    proj_bias, pos_encoding ("rope" rotates q and k), n_layers (the output projection's initial std)
+    and dtype. fused=False runs `composed_attention` instead of the fused op: the same numbers, every step
+    in the graph.
     """
 
     MAX_CACHED = 8  # masks and RoPE tables kept; one forward needs at most 3
 
-    def __init__(
-        self,
-        d_model,
-        n_heads,
-        dropout=0.0,
-        bias=True,
-        rope=False,
-        n_layers=1,
-        dtype=np.float32,
-        fused=True,
-        proj_bias=None,
-    ):
+    def __init__(self, config, *, fused=True):
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"attention: d_model={d_model} must be divisible by n_heads={n_heads}")
-        self.n_heads, self.rope, self.fused = n_heads, rope, fused
-        self.qkv = Linear(d_model, 3 * d_model, bias, dtype=dtype)
-        self.proj = Linear(
-            d_model, d_model, bias if proj_bias is None else proj_bias, std=init.residual_std(n_layers), dtype=dtype
-        )
-        self.attn_dropout = Dropout(dropout)
-        self.resid_dropout = Dropout(dropout)
+        c = expect_config(config, "CausalSelfAttention")
+        self.n_heads, self.rope, self.fused = c.n_heads, c.pos_encoding == "rope", fused
+        self.qkv = Linear(c.d_model, 3 * c.d_model, c.qkv_bias, dtype=c.dtype)
+        self.proj = Linear(c.d_model, c.d_model, c.proj_bias, std=init.residual_std(c.n_layers), dtype=c.dtype)
+        self.attn_dropout = Dropout(c.dropout)
+        self.resid_dropout = Dropout(c.dropout)
         self._constants = {}  # (name, T, device, dtype) -> Tensor: masks and RoPE tables, the latest few kept
 
     def forward(self, x, return_attention=False, kv_cache=None):

@@ -6,23 +6,23 @@ scales the values before the projection back, at every position:
 With three matrices instead of two, d_ff = 2/3 of FeedForward's keeps the parameter count.
 """
 
-import numpy as np
-
 from tensorlab import functional as F
 from tensorlab.nn import init
+from tensorlab.nn.config import expect_config
 from tensorlab.nn.layers import Dropout, Linear
 from tensorlab.nn.module import Module
 
 
 class SwiGLUFeedForward(Module):
-    """proj(silu(gate(x)) * up(x)), then dropout; the arguments are FeedForward's, less the activation."""
+    """proj(silu(gate(x)) * up(x)), then dropout; from `config` as FeedForward (all but the activation)."""
 
-    def __init__(self, d_model, d_ff, dropout=0.0, bias=True, n_layers=1, dtype=np.float32):
+    def __init__(self, config):
         super().__init__()
-        self.gate = Linear(d_model, d_ff, bias, dtype=dtype)
-        self.up = Linear(d_model, d_ff, bias, dtype=dtype)
-        self.proj = Linear(d_ff, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
-        self.dropout = Dropout(dropout)
+        c = expect_config(config, "SwiGLUFeedForward")
+        self.gate = Linear(c.d_model, c.d_ff, c.ffn_bias, dtype=c.dtype)
+        self.up = Linear(c.d_model, c.d_ff, c.ffn_bias, dtype=c.dtype)
+        self.proj = Linear(c.d_ff, c.d_model, c.ffn_bias, std=init.residual_std(c.n_layers), dtype=c.dtype)
+        self.dropout = Dropout(c.dropout)
 
     def forward(self, x):
         h = F.silu(self.gate(x)) * self.up(x)  # (B, T, d_ff)

@@ -5,21 +5,19 @@ feed-forward network each add their contribution back. Where the normalisation s
     pre-norm  (GPT-2):        x = x + attention(norm1(x)),   x = x + ffn(norm2(x))
     post-norm (Vaswani 2017): x = norm1(x + attention(x)),   x = norm2(x + ffn(x))
 The normalisation is RMSNorm, LayerNorm, or none at all (the identity); the feed-forward network is
-FeedForward (GELU or ReLU) or, with activation="swiglu", the gated SwiGLUFeedForward.
+FeedForward (GELU or ReLU) or, with activation="swiglu", the gated SwiGLUFeedForward. Each part takes
+the one config, as nanoGPT's Block(config): the switches are named and checked in tensorlab/nn/config.py.
 """
-
-import numpy as np
 
 from tensorlab import functional as F
 from tensorlab.nn import init
 from tensorlab.nn.attention import CausalSelfAttention
+from tensorlab.nn.config import expect_config
 from tensorlab.nn.layers import Dropout, LayerNorm, Linear, RMSNorm
 from tensorlab.nn.module import Module
 from tensorlab.nn.swiglu import SwiGLUFeedForward
 
-ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu}
-NORMS = ("rmsnorm", "layernorm", "none")
-NORM_POSITIONS = ("pre", "post")
+NONLINEARITIES = {"gelu": F.gelu, "relu": F.relu}  # FeedForward's; "swiglu" is SwiGLUFeedForward
 
 
 class Identity(Module):
@@ -29,68 +27,54 @@ class Identity(Module):
         return x
 
 
-def make_norm(kind, dim, eps=1e-5, dtype=np.float32):
-    """RMSNorm, LayerNorm or Identity, by name ("rmsnorm", "layernorm", "none")."""
-    if kind not in NORMS:
-        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {kind!r}")
-    if kind == "none":
+def make_norm(config):
+    """The normalisation config.norm names over d_model: RMSNorm, LayerNorm or, for "none", Identity."""
+    c = expect_config(config, "make_norm")
+    if c.norm == "none":
         return Identity()
-    return (RMSNorm if kind == "rmsnorm" else LayerNorm)(dim, eps, dtype=dtype)
+    return (RMSNorm if c.norm == "rmsnorm" else LayerNorm)(c.d_model, c.norm_eps, dtype=c.dtype)
 
 
 class FeedForward(Module):
-    """Two linear maps with a nonlinearity between: C -> d_ff -> C, applied at every position."""
+    """Two linear maps with a nonlinearity between: C -> d_ff -> C, applied at every position.
 
-    def __init__(self, d_model, d_ff, activation="gelu", dropout=0.0, bias=True, n_layers=1, dtype=np.float32):
+    From `config`: d_model, d_ff, activation ("gelu" or "relu"), dropout, ffn_bias, n_layers (the
+    projection's initial std) and dtype.
+    """
+
+    def __init__(self, config):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"feed-forward: activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        self.activation = activation
-        self.fc = Linear(d_model, d_ff, bias, dtype=dtype)
-        self.proj = Linear(d_ff, d_model, bias, std=init.residual_std(n_layers), dtype=dtype)
-        self.dropout = Dropout(dropout)
+        c = expect_config(config, "FeedForward")
+        if c.activation not in NONLINEARITIES:
+            raise ValueError(
+                f"FeedForward: activation must be one of {', '.join(NONLINEARITIES)}, got {c.activation!r} "
+                "(swiglu is SwiGLUFeedForward)"
+            )
+        self.activation = c.activation
+        self.fc = Linear(c.d_model, c.d_ff, c.ffn_bias, dtype=c.dtype)
+        self.proj = Linear(c.d_ff, c.d_model, c.ffn_bias, std=init.residual_std(c.n_layers), dtype=c.dtype)
+        self.dropout = Dropout(c.dropout)
 
     def forward(self, x):
-        h = ACTIVATIONS[self.activation](self.fc(x))  # (B, T, d_ff)
+        h = NONLINEARITIES[self.activation](self.fc(x))  # (B, T, d_ff)
         return self.dropout(self.proj(h))  # (B, T, C)
 
 
 class TransformerBlock(Module):
     """Attention then feed-forward, each with a residual add; the norms before (pre) or after (post) the add.
 
-    Biases: `bias` for the q/k/v projection, `proj_bias` for attention's output projection and
-    `ffn_bias` for both feed-forward layers (None: the same as `bias`).
+    Every size and switch comes from `config` (a TransformerConfig, tensorlab/nn/config.py; the model's
+    ModelConfig is one), and the parts read theirs from the same config.
     """
 
-    def __init__(
-        self,
-        d_model,
-        n_heads,
-        d_ff,
-        dropout=0.0,
-        activation="gelu",
-        bias=True,
-        rope=False,
-        norm_eps=1e-5,
-        n_layers=1,
-        dtype=np.float32,
-        norm="rmsnorm",
-        norm_position="pre",
-        proj_bias=None,
-        ffn_bias=None,
-    ):
+    def __init__(self, config):
         super().__init__()
-        if norm_position not in NORM_POSITIONS:
-            raise ValueError(f"transformer block: norm_position must be 'pre' or 'post', got {norm_position!r}")
-        self.norm_position = norm_position
-        self.norm1 = make_norm(norm, d_model, norm_eps, dtype)
-        self.attn = CausalSelfAttention(d_model, n_heads, dropout, bias, rope, n_layers, dtype, proj_bias=proj_bias)
-        self.norm2 = make_norm(norm, d_model, norm_eps, dtype)
-        ffn_bias = bias if ffn_bias is None else ffn_bias
-        if activation == "swiglu":  # gated: proj(silu(gate(x)) * up(x))
-            self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout, ffn_bias, n_layers, dtype)
-        else:
-            self.ffn = FeedForward(d_model, d_ff, activation, dropout, ffn_bias, n_layers, dtype)
+        c = expect_config(config, "TransformerBlock")
+        self.norm_position = c.norm_position
+        self.norm1 = make_norm(c)
+        self.attn = CausalSelfAttention(c)
+        self.norm2 = make_norm(c)
+        self.ffn = SwiGLUFeedForward(c) if c.activation == "swiglu" else FeedForward(c)
 
     def forward(self, x, return_attention=False, kv_cache=None):
         if self.norm_position == "pre":
