@@ -1043,3 +1043,13 @@ def test_an_adamw_step_that_calls_tensorlab_optim_is_refused(capsys, tmp_path):
     )
     code, out = run(capsys, "check", "adamw", path)
     assert code == 1 and "adamw_step calls tensorlab itself (tensorlab/optim/" in out, out
+
+
+def test_var_divided_by_n_or_missing_its_2_is_named_as_a_constant_factor(capsys, tmp_path):
+    line = "return gy * 2 * self.centered / self.dof"
+    out = check_planted(capsys, tmp_path, "var", line, "return gy * 2 * self.centered / (self.dof + self.correction)")
+    assert "Your gradient is 0.8 times the right one, everywhere" in out  # n = 5 where n - 1 = 4 belongs
+    assert "case 6/8  Var: x (3, 5, 6), axis=(0, 2), correction=0: ok" in out  # n - 0 = n: this case cannot tell
+    out = check_planted(capsys, tmp_path, "var", line, "return gy * self.centered / self.dof")
+    assert "Your gradient is 1/2 times the right one, everywhere" in out
+    assert "a 2 from differentiating a square" in out

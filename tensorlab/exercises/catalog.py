@@ -84,6 +84,10 @@ def _softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _var(x, axis=None, keepdims=False, correction=1):
+    return np.var(x, axis=axis, keepdims=keepdims, ddof=correction)
+
+
 def _log_softmax_nll(logits, targets):
     log_p = np.log(_softmax(logits, axis=-1))
     return -log_p[np.arange(len(targets)), targets].mean()
@@ -250,6 +254,16 @@ EXERCISES = [
     ),
     _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),
     _reduction("mean", "Mean", np.mean, stages.mean, "like sum, with one factor"),
+    Exercise(
+        "var",
+        "y = x.var(axis, keepdims, correction): two paths to each x, and one of them cancels",
+        [
+            Case("Var", ("x",), _inputs(_normal(3, 5, 6)), _var, settings, graph=stages.var)
+            for settings in [*_REDUCTION_CASES, dict(axis=(0, 2), correction=0), dict(axis=-1, correction=2)]
+        ]
+        + [Case("Var", ("x",), _inputs(_normal(3, 1, 5)), _var, dict(axis=(1, 2)), graph=stages.var)],
+        shape_hint=_REDUCTION_SHAPE_HINT,
+    ),
     Exercise(
         "softmax",
         "y = softmax(x) along an axis: every output depends on every input of its row",

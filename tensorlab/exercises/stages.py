@@ -85,6 +85,10 @@ def mean(x, axis=None, keepdims=False):
     return F.mean(x, axis=axis, keepdims=keepdims), {}
 
 
+def var(x, axis=None, keepdims=False, correction=1):
+    return F.var(x, axis=axis, keepdims=keepdims, correction=correction), {}
+
+
 def softmax(x, axis=-1):
     return F.softmax(x, axis=axis), {}
 
