@@ -1053,3 +1053,16 @@ def test_var_divided_by_n_or_missing_its_2_is_named_as_a_constant_factor(capsys,
     out = check_planted(capsys, tmp_path, "var", line, "return gy * self.centered / self.dof")
     assert "Your gradient is 1/2 times the right one, everywhere" in out
     assert "a 2 from differentiating a square" in out
+
+
+def test_a_tie_given_to_one_operand_and_clamp_limits_left_out_are_caught(capsys, tmp_path):
+    """The inputs are whole numbers from -1 to 1 (maximum) and -2 to 2 (clamp at +-1): a draw without a tie in
+    both maximum cases, or without a value at a limit, has odds under 1e-4."""
+    ties = "share_a = (self.a > self.b) + 0.5 * (self.a == self.b)"
+    out = check_planted(capsys, tmp_path, "ties", ties, "share_a = 1.0 * (self.a >= self.b)")
+    assert "At the wrong elements your gradient is 2 times the right one; the others are right." in out
+    assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: ok" in out
+    limits = "(self.low <= self.x) & (self.x <= self.high)"
+    out = check_planted(capsys, tmp_path, "ties", limits, "(self.low < self.x) & (self.x < self.high)")
+    assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: FAILED" in out
+    assert "At every wrong element your gradient is 0, where the right one is not" in out

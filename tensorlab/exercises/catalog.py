@@ -73,6 +73,15 @@ def _large(scale, *shape):
     return lambda rng: scale * rng.standard_normal(shape)
 
 
+def _whole(largest, *shape):
+    """Whole numbers from -largest to largest as floats: ties, and values at clamp's limits, are common."""
+    return lambda rng: rng.integers(-largest, largest + 1, shape).astype(np.float64)
+
+
+def _clamp(x, low, high):
+    return np.minimum(np.maximum(x, low), high)
+
+
 def _inputs(*makers):
     return lambda rng: [make(rng) for make in makers]
 
@@ -250,6 +259,15 @@ EXERCISES = [
         [
             Case("Exp", ("x",), _inputs(_normal(3, 4)), np.exp, graph=stages.exp),
             Case("Log", ("x",), _inputs(_positive(3, 4)), np.log, graph=stages.log),
+        ],
+    ),
+    Exercise(
+        "ties",
+        "z = maximum(a, b) and y = clamp(x, low, high): the gradient at ties and limits, as PyTorch",
+        [
+            Case("Maximum", ("a", "b"), _inputs(_whole(1, 3, 4), _whole(1, 3, 4)), np.maximum, graph=stages.maximum),
+            Case("Maximum", ("a", "b"), _inputs(_whole(1, 2, 3, 4), _whole(1, 4)), np.maximum, graph=stages.maximum),
+            Case("Clamp", ("x",), _inputs(_whole(2, 4, 5)), _clamp, dict(low=-1.0, high=1.0), graph=stages.clamp),
         ],
     ),
     _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),

@@ -85,6 +85,14 @@ def mean(x, axis=None, keepdims=False):
     return F.mean(x, axis=axis, keepdims=keepdims), {}
 
 
+def maximum(a, b):
+    return F.maximum(a, b), {}
+
+
+def clamp(x, low, high):
+    return F.clamp(x, low, high), {}
+
+
 def var(x, axis=None, keepdims=False, correction=1):
     return F.var(x, axis=axis, keepdims=keepdims, correction=correction), {}
 
