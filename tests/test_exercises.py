@@ -1055,14 +1055,48 @@ def test_var_divided_by_n_or_missing_its_2_is_named_as_a_constant_factor(capsys,
     assert "a 2 from differentiating a square" in out
 
 
+def test_a_mask_that_drops_the_diagonal_is_localised_to_gs_and_named(capsys, tmp_path):
+    """Only some elements of gq are wrong, and the student's gs exists: the step-by-step comparison still runs."""
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "causal_attention",
+        ATTENTION_GS,
+        ATTENTION_GS + "\n        gs = np.where(np.tril(np.ones(gs.shape[-2:], dtype=bool), -1), gs, 0.0)",
+    )
+    assert "input 'q' (shape (1, 2, 3, 5)): 20 of 30 elements are wrong." in out  # rows 1 and 2: not all
+    assert (
+        "Step by step against the reference: gP (your `gp`) right; the first step that goes wrong is gS, the "
+        "gradient of S (shape (1, 2, 3, 3)): your `gs` differs from it at (0, 0, 1, 1), (0, 0, 2, 2), (0, 1, 1, 1), "
+        "(0, 1, 2, 2): exactly on the diagonal, where the key is the query's own position."
+    ) in out
+
+
+@pytest.mark.parametrize("shift, side", [(1, "right-hand"), (-1, "left-hand")])
+def test_a_one_hot_at_the_targets_neighbour_is_named(capsys, tmp_path, shift, side):
+    out = check_planted(
+        capsys, tmp_path, "log_softmax_nll", "self.targets] -= 1", f"self.targets {'+' if shift > 0 else '-'} 1] -= 1"
+    )
+    assert f"The 1 is subtracted at the target's {side} neighbour, column targets[n] {shift:+d}" in out
+
+
+def test_a_mean_that_divides_by_the_wrong_count_is_told_the_count(capsys, tmp_path):
+    out = check_planted(
+        capsys, tmp_path, "mean", "n = math.prod(self.x_shape[a] for a in self.axes)", "n = self.x_shape[-1]"
+    )
+    assert "case 1/6  Mean: x (3, 4, 5), axis=1: FAILED" in out
+    assert "Your gradient divides by 5, but this mean averaged 4 elements" in out
+    assert "Your gradient divides by 5, but this mean averaged 60 elements" in out  # axis=None
+
+
 def test_a_tie_given_to_one_operand_and_clamp_limits_left_out_are_caught(capsys, tmp_path):
     """The inputs are whole numbers from -1 to 1 (maximum) and -2 to 2 (clamp at +-1): a draw without a tie in
     both maximum cases, or without a value at a limit, has odds under 1e-4."""
     ties = "share_a = (self.a > self.b) + 0.5 * (self.a == self.b)"
     out = check_planted(capsys, tmp_path, "ties", ties, "share_a = 1.0 * (self.a >= self.b)")
-    assert "At the wrong elements your gradient is 2 times the right one; the others are right." in out
+    assert "'a' and 'b': At a tie (a == b) you give all of gy to a: a tie splits it, gy / 2 to each" in out
     assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: ok" in out
     limits = "(self.low <= self.x) & (self.x <= self.high)"
     out = check_planted(capsys, tmp_path, "ties", limits, "(self.low < self.x) & (self.x < self.high)")
     assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: FAILED" in out
-    assert "At every wrong element your gradient is 0, where the right one is not" in out
+    assert "'x': At x equal to a limit (low or high) your gradient is 0; the limits count as inside" in out

@@ -48,6 +48,21 @@ SLIPS = {
     "`step` is t, counting from 1: use 1 - beta**step.",
     "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, not sqrt(v_hat + eps).",
     "no_sqrt": "The denominator needs a square root: sqrt(v_hat) + eps (v is a mean of squares).",
+    "v_abs": "v is off: it is the running mean of the squared gradient, grad * grad, not of abs(grad): "
+    "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "v_correction_beta1": "The bias correction of v uses beta1; each moment is corrected with its own beta: "
+    "v_hat = v / (1 - beta2**step).",
+    "power_as_product1": "The bias correction of m multiplies where it raises to a power: 1 - b1 * step instead of "
+    "1 - b1 ** step (beta1 to the power step).",
+    "power_as_product": "Your bias corrections multiply where they raise to a power: 1 - b1 * step instead of "
+    "1 - b1 ** step (and 1 - b2 ** step).",
+    "update_sign": "Your update has the wrong sign: it adds lr * m_hat / (sqrt(v_hat) + eps) to param; a step "
+    "goes against the gradient, so subtract it.",
+    "no_lr": "The update is missing the learning rate: param = param - lr * m_hat / (sqrt(v_hat) + eps).",
+    "returns_m_hat": "You returned m_hat as the new m: the state to keep is the uncorrected running mean m "
+    "(the next step corrects it again); m_hat is used only in this step's update.",
+    "returns_v_hat": "You returned v_hat as the new v: the state to keep is the uncorrected running mean v "
+    "(the next step corrects it again); v_hat is used only in this step's update.",
     "ignores_state": "You ignore the m and v passed in (as if every step were the first): start from them, "
     "m = beta1 * m + ..., and return the new ones.",
 }
@@ -197,19 +212,22 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
     )
     p = param - decay * param
     m = (1 - b1) * m + b1 * grad if slip == "m_betas" else b1 * m + (1 - b1) * grad
-    square = grad if slip == "v_not_squared" else grad * grad
+    square = {"v_not_squared": grad, "v_abs": np.abs(grad)}.get(slip, grad * grad)
     v = (1 - b2) * v + b2 * square if slip == "v_betas" else b2 * v + (1 - b2) * square
     n = {"step_plus_one": t + 1, "step_minus_one": t - 1}.get(slip, t)
-    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - b1**n)
-    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - b2**n)
+    power1 = b1 * n if slip in ("power_as_product", "power_as_product1") else b1**n
+    power2 = b2 * n if slip == "power_as_product" else (b1 if slip == "v_correction_beta1" else b2) ** n
+    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - power1)
+    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - power2)
     if slip == "eps_inside_sqrt":
         denominator = np.sqrt(v_hat + eps)
     else:
         denominator = (v_hat if slip == "no_sqrt" else np.sqrt(v_hat)) + eps
-    p = p - lr * m_hat / denominator
+    step = {"update_sign": -lr, "no_lr": 1.0}.get(slip, lr) * m_hat / denominator
+    p = p - step
     if slip == "decay_after":
         p = p - lr * weight_decay * p
-    return p, m, v
+    return p, m_hat if slip == "returns_m_hat" else m, v_hat if slip == "returns_v_hat" else v
 
 
 def _close(a, b):

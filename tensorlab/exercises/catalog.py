@@ -9,6 +9,7 @@ matrices (a transposed gradient has the wrong shape) beside square ones (where i
 broadcasts along leading and size-1 axes, and embedding ids that repeat.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +48,7 @@ class Exercise:
     shape_hint: str = ""  # said when a gradient has a wrong shape that no automatic fix explains
     hint: object = None  # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
     probe: object = None  # (backward(gy) -> grads, inputs) -> lines: the student's backward on chosen gy
+    error_hint: object = None  # (error lines, case) -> lines: said when the student's backward raises
 
 
 def _normal(*shape):
@@ -208,13 +210,56 @@ _REDUCTION_SHAPE_HINT = (
 )
 
 
-def _reduction(name, op, forward, graph, lesson):
+def _reduction_error_hint(lines, case):
+    """A reduction's backward that raised: gy without its reduced axes, or self.axis where self.axes belongs."""
+    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims"):
+        return [
+            "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
+            "first, np.expand_dims(gy, self.axes), then copy along them."
+        ]
+    if "NoneType" in lines[0] and case.settings.get("axis", 0) is None:
+        return [
+            "self.axis is None here (every axis reduced), which np.expand_dims cannot take: use self.axes, the "
+            "axes forward worked out (all of them for axis=None)."
+        ]
+    return []
+
+
+def _mean_hint(inputs, name, report, context):
+    """A constant factor off in mean's gradient: name the n the student divided by, against the n averaged."""
+    a, right = report.analytic, report.numeric
+    norm = float((right * right).sum())
+    if norm == 0 or not np.all(np.isfinite(a)):
+        return []
+    c = float((a * right).sum()) / norm
+    if abs(c) < 1e-12 or not context.close(a, c * right) or abs(c - 1) < 1e-6:
+        return []
+    n = round(math.prod(context.shapes["x"]) / math.prod(context.output_shape))
+    if math.isclose(c, n * n, rel_tol=1e-6):
+        return [f"You multiplied by n where the mean divides by it: each of the {n} averaged elements gets gy / n."]
+    used = n / c
+    if abs(used - round(used)) > 1e-6 * used:
+        return []
+    return [
+        f"Your gradient divides by {round(used)}, but this mean averaged {n} elements (the lengths of the averaged "
+        f"axes multiplied: n = the product of x.shape[a] for a in self.axes)."
+    ]
+
+
+def _reduction(name, op, forward, graph, lesson, hint=None):
     """The exercise for a reduction: every axis/keepdims setting on a (3, 4, 5) input, plus a size-1 axis."""
     cases = [
         Case(op, ("x",), _inputs(_normal(3, 4, 5)), forward, settings, graph=graph) for settings in _REDUCTION_CASES
     ]
     cases.append(Case(op, ("x",), _inputs(_normal(3, 1, 5)), forward, dict(axis=1), graph=graph))
-    return Exercise(name, f"y = x.{name}(axis, keepdims): {lesson}", cases, shape_hint=_REDUCTION_SHAPE_HINT)
+    return Exercise(
+        name,
+        f"y = x.{name}(axis, keepdims): {lesson}",
+        cases,
+        shape_hint=_REDUCTION_SHAPE_HINT,
+        hint=hint,
+        error_hint=_reduction_error_hint,
+    )
 
 
 def _rows_of_scale(*scales, width):
@@ -271,7 +316,7 @@ EXERCISES = [
         ],
     ),
     _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),
-    _reduction("mean", "Mean", np.mean, stages.mean, "like sum, with one factor"),
+    _reduction("mean", "Mean", np.mean, stages.mean, "like sum, with one factor", hint=_mean_hint),
     Exercise(
         "var",
         "y = x.var(axis, keepdims, correction): two paths to each x, and one of them cancels",
@@ -281,6 +326,7 @@ EXERCISES = [
         ]
         + [Case("Var", ("x",), _inputs(_normal(3, 1, 5)), _var, dict(axis=(1, 2)), graph=stages.var)],
         shape_hint=_REDUCTION_SHAPE_HINT,
+        error_hint=_reduction_error_hint,
     ),
     Exercise(
         "softmax",

@@ -106,7 +106,15 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
 def _check_case(exercise, case, cls, inputs, gy, path):
     """Lines explaining what is wrong in this case; [] when it passes."""
     names = case.names
-    y, grads, local_arrays = _forward_and_backward(case, cls, inputs, path, gy)
+    try:
+        y, grads, local_arrays = _forward_and_backward(case, cls, inputs, path, gy)
+    except NotWritten:
+        raise
+    except StudentError as error:
+        hint = exercise.error_hint(error.lines, case) if exercise.error_hint else []
+        if hint:  # the exercise's own reading of the error replaces the general one
+            raise StudentError(*[line for line in error.lines if line != BROADCAST_HINT], *hint) from None
+        raise
     reference = stages.reference(case.graph, names, inputs, case.settings, gy)
     problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
     if problems:
@@ -344,6 +352,14 @@ def _grad_problems(exercise, case, inputs, output_shape, grads):
             f"({', '.join(names)}): return one per input, in that order."
         ], None
     grads = grads + (None,) * (len(inputs) - len(grads))
+    shapes = [tuple(np.shape(g)) if hasattr(g, "shape") else None for g in grads]
+    wanted = [x.shape for x in inputs]
+    if len(inputs) > 1 and shapes != wanted and shapes == wanted[::-1]:
+        return [
+            f"{name}.backward returns its gradients in the wrong order: yours have the shapes of "
+            f"({', '.join(names[::-1])}). Return one gradient per input in the order of forward's arguments: "
+            f"`return {', '.join('g' + n for n in names)}`."
+        ], None
     lines, fixes, fixable = [], {}, True
     for i, (input_name, x, g) in enumerate(zip(names, inputs, grads)):
         if x.dtype.kind != "f":

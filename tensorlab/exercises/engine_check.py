@@ -174,6 +174,8 @@ def _value_probe(title, expression, start, meaning):
             if not math.isclose(x.grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
                 wrong.append(f"{names[i]}.grad is {x.grad:.8g}, expected {numeric:.8g}")
                 too_large.append(abs(x.grad) > abs(numeric) * 1.01)
+        if not wrong and meaning.startswith("the _backward"):
+            wrong = _chain_rule(Value, title, expression, values, path)
         if not wrong:
             return []
         # a missing accumulation loses contributions; a node visited twice adds one too many
@@ -183,8 +185,32 @@ def _value_probe(title, expression, start, meaning):
     return probe
 
 
+def _chain_rule(Value, title, expression, values, path, upstream=1.7):
+    """[what is wrong] when the op's _backward, run alone with out.grad = upstream, does not scale by it.
+
+    backward() starts from grad 1, where a _backward that forgets to multiply by out.grad is still right.
+    """
+    xs = [Value(v) for v in values]
+    out = _call(f"building {title}", path, lambda: expression(*xs))
+    out.grad = upstream
+    _call(f"_backward of {title}", path, out._backward)
+    return [
+        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {x.grad:.8g}, expected "
+        f"{upstream * _numeric(expression, values, i):.8g}"
+        for i, x in enumerate(xs)
+        if not math.isclose(x.grad, upstream * _numeric(expression, values, i), rel_tol=1e-5, abs_tol=1e-7)
+    ]
+
+
 def _value_diagnosis(meaning, xs, results):
     locals_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:5])
+    ops_alone_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:4])
+    if all(x.grad == 0 for x in xs) and ops_alone_right:
+        return [
+            "No gradient reached the inputs, though each op alone works: backward ran a Value's _backward before "
+            "its consumers had given it any gradient, visiting a node before its consumers. Build a topological "
+            "order of the whole graph, then call _backward in that order reversed, from the root."
+        ]
     if all(x.grad == 0 for x in xs):
         return [
             "No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
@@ -208,7 +234,10 @@ def _value_diagnosis(meaning, xs, results):
             "each Value once, then call _backward in that order reversed."
         ]
     if meaning.startswith("the _backward"):
-        return [f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad)."]
+        return [
+            f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad, the "
+            f"gradient arriving from the output: the chain rule)."
+        ]
     return []
 
 

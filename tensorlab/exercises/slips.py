@@ -81,6 +81,16 @@ EXP = [
         "You took exp of gy: the chain rule multiplies, gx = gy * (dy/dx), it does not compose.",
         lambda s: {"x": np.exp(s.gy)},
     ),
+    Slip(
+        "exp_of_y",
+        "You took exp of y, the forward's output: y is exp(x) already, and d exp(x)/dx = exp(x) = y, so gx = gy * y.",
+        lambda s: {"x": s.gy * np.exp(s.y)},
+    ),
+    Slip(
+        "exp_times_x",
+        "You multiplied by x where the derivative of exp is exp(x) itself: gx = gy * y (d x^2/2 / dx is x, not d exp).",
+        lambda s: {"x": s.gy * s.x["x"]},
+    ),
 ]
 LOG = [
     Slip(
@@ -151,6 +161,18 @@ SOFTMAX = [
         "gy_i weighted by its own y_i (from dy_i/dx_j = -y_i y_j).",
         _try(lambda s: {"x": s.y * (s.gy - s.gy.sum(axis=_axis_of(s), keepdims=True))}),
     ),
+    Slip(
+        "softmax_not_times_y",
+        "The factor y in front is missing: your gradient is gy - sum(gy * y), but dy_i/dx_j = y_i (delta_ij - y_j) "
+        "carries y, so gx = y * (gy - sum(gy * y)).",
+        _try(lambda s: {"x": s.gy - (s.gy * s.y).sum(axis=_axis_of(s), keepdims=True)}),
+    ),
+    Slip(
+        "softmax_mean_for_sum",
+        "Your row term takes a mean over the row where the sum belongs: the term is sum_i gy_i y_i, every output's "
+        "share added, not averaged.",
+        _try(lambda s: {"x": s.y * (s.gy - (s.gy * s.y).mean(axis=_axis_of(s), keepdims=True))}),
+    ),
 ] + [
     Slip(
         f"softmax_sum_along_{a}",
@@ -178,30 +200,77 @@ def _nll(with_p):
     return compute
 
 
-LOG_SOFTMAX_NLL = [
-    Slip(
-        "nll_minus_one_everywhere",
-        "You subtracted 1 from every element: the 1 belongs only at each row's target. "
-        "The gradient is softmax minus the one-hot of the targets: p[n, targets[n]] - 1, and p elsewhere.",
-        _nll(lambda p, t: p - 1),
-    ),
-    Slip(
-        "nll_log_probabilities",
-        "You used the log-probabilities where the probabilities belong: the gradient "
-        "is softmax(logits) minus the one-hot, and softmax is exp of log_softmax.",
-        _try(lambda s: {"logits": s.gy * (s.value["log_p"] - _one_hot(s)) / len(s.x["targets"])}),
-    ),
-    Slip(
-        "nll_one_hot_omitted",
-        "The one-hot term is missing: your gradient is the softmax p alone. The loss "
-        "picks -log p[n, targets[n]], so subtract 1 at column targets[n] of each row n.",
-        _nll(lambda p, t: p),
-    ),
-]
+LOG_SOFTMAX_NLL = (
+    [
+        Slip(
+            "nll_minus_one_everywhere",
+            "You subtracted 1 from every element: the 1 belongs only at each row's target. "
+            "The gradient is softmax minus the one-hot of the targets: p[n, targets[n]] - 1, and p elsewhere.",
+            _nll(lambda p, t: p - 1),
+        ),
+        Slip(
+            "nll_log_probabilities",
+            "You used the log-probabilities where the probabilities belong: the gradient "
+            "is softmax(logits) minus the one-hot, and softmax is exp of log_softmax.",
+            _try(lambda s: {"logits": s.gy * (s.value["log_p"] - _one_hot(s)) / len(s.x["targets"])}),
+        ),
+        Slip(
+            "nll_one_hot_omitted",
+            "The one-hot term is missing: your gradient is the softmax p alone. The loss "
+            "picks -log p[n, targets[n]], so subtract 1 at column targets[n] of each row n.",
+            _nll(lambda p, t: p),
+        ),
+        Slip(
+            "nll_one_hot_added",
+            "You added 1 at each row's target where it is subtracted: the gradient is p - 1 at column targets[n] "
+            "(softmax minus the one-hot), not p + 1.",
+            _try(lambda s: {"logits": s.gy * (np.exp(s.value["log_p"]) + _one_hot(s)) / len(s.x["targets"])}),
+        ),
+        Slip(
+            "nll_divided_by_classes",
+            "You divided by the number of classes (the row length) where the loss averages over the rows: the 1/N "
+            "of the mean counts rows, N = len(targets).",
+            _try(lambda s: {"logits": s.grad["logits"] * len(s.x["targets"]) / s.value["log_p"].shape[-1]}),
+        ),
+    ]
+    + [
+        Slip(
+            f"nll_target_neighbour_{shift:+d}",
+            f"The 1 is subtracted at the target's {side} neighbour, column targets[n] {shift:+d}, instead of at "
+            "column targets[n] itself: index the one-hot with the targets unchanged.",
+            _try(lambda s, shift=shift: _nll_at(s, lambda t, n: (np.arange(n), t + shift))),
+        )
+        for shift, side in ((1, "right-hand"), (-1, "left-hand"))
+    ]
+    + [
+        Slip(
+            "nll_every_row_at_each_target",
+            "You subtracted 1 in every row at each target's column (gx[:, targets]): the one-hot has a single 1 per "
+            "row n, at column targets[n]: index with the pair (np.arange(N), targets).",
+            _try(lambda s: _nll_at(s, lambda t, n: (slice(None), t))),
+        ),
+        Slip(
+            "nll_one_hot_at_row_index",
+            "Your 1 sits at column n of row n (the diagonal), not at the target: row n's 1 belongs at column "
+            "targets[n].",
+            _try(lambda s: _nll_at(s, lambda t, n: (np.arange(n), np.arange(n)))),
+        ),
+    ]
+)
+
+
+def _nll_at(s, where):
+    """The cross-entropy gradient with the one-hot's 1 put where `where(targets, N)` indexes (a buffered -=)."""
+    t = s.x["targets"]
+    if where(t, len(t))[1] is not t and np.array_equal(np.asarray(where(t, len(t))[1]) % s.value["log_p"].shape[-1], t):
+        return {}  # the same columns as the targets: not this slip
+    g = np.exp(s.value["log_p"])
+    g[where(t, len(t))] -= 1
+    return {"logits": s.gy * g / len(t)}
 
 
 # ----- RMSNorm: the normaliser depends on x; eps inside the square root -------------------------------------------
-def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
+def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean, xhat_of=None):
     """gx for y = x r w, r = 1/sqrt(mean(x^2) + eps), with one piece changed.
 
     r_of(mean of squares, eps) replaces the normaliser (eps dropped, eps outside the square root)
@@ -213,12 +282,17 @@ def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean):
         x, w, eps = s.x["x"], s.x["weight"], s.settings.get("eps", 1e-5)
         ms = (x * x).mean(axis=-1, keepdims=True)
         r = (r_of or _r_inside)(ms, eps)
-        g, xhat = s.gy * w, x * r
+        g, xhat = s.gy * w, (xhat_of or np.multiply)(x, r)
         if not extra_term:
             return {"x": r * g}
         return {"x": r * (g + sign * xhat * reduce(g * xhat, axis=-1, keepdims=True))}
 
     return compute
+
+
+def _r_of(s):
+    x, eps = s.x["x"], s.settings.get("eps", 1e-5)
+    return _r_inside((x * x).mean(axis=-1, keepdims=True), eps)
 
 
 def _with_weight_one(s):
@@ -261,6 +335,30 @@ RMS_NORM = [
         "Your normaliser has eps outside the square root, 1/(sqrt(mean(x^2)) + eps); the "
         "forward has it inside, 1/sqrt(mean(x^2) + eps). Use self.r, or recompute it the forward's way.",
         _rms(lambda ms, eps: 1 / (np.sqrt(ms) + eps)),
+    ),
+    Slip(
+        "rms_mean_over_everything",
+        "Your normaliser takes the mean of x^2 over the whole array; RMSNorm normalises each row on its own: "
+        "the mean over the last axis, mean(x * x, axis=-1, keepdims=True).",
+        _try(lambda s: _rms(lambda ms, eps: 1 / np.sqrt((s.x["x"] ** 2).mean() + eps))(s)),
+    ),
+    Slip(
+        "rms_term_mean_along_axis_0",
+        "The term through the normaliser takes its mean along axis 0, across rows: each row's normaliser depends "
+        "on that row alone, so the mean over the last axis belongs there: mean(g * xhat, axis=-1, keepdims=True).",
+        _try(lambda s: _rms(reduce=lambda a, axis, keepdims: a.mean(axis=0, keepdims=True))(s)),
+    ),
+    Slip(
+        "rms_x_for_xhat",
+        "The term through the normaliser uses x where xhat = x * r belongs: r (g - xhat mean(g xhat)); with x "
+        "the r^2 of dr/dx = -r^3 x / C is missing.",
+        _try(lambda s: _rms(xhat_of=lambda x, r: x)(s)),
+    ),
+    Slip(
+        "rms_outer_r_missing",
+        "The factor r in front is missing: gx = r (g - xhat mean(g xhat)); every path from x to y goes through "
+        "the division by the root mean square.",
+        _try(lambda s: {"x": _rms()(s)["x"] / _r_of(s)}),
     ),
     Slip(
         "rms_weight_left_out",
@@ -333,6 +431,25 @@ def _softmax_step(P, gP):
     return P * (gP - (gP * P).sum(axis=-1, keepdims=True))
 
 
+def _attention_masked(k):
+    """Every gradient with P recomputed under np.tril(..., k): k=1 lets each query see the next key."""
+
+    def compute(s):
+        q, key = s.x["q"], s.x["k"]
+        T, D = q.shape[-2:]
+        scores = np.where(np.tril(np.ones((T, T), dtype=bool), k), q @ key.swapaxes(-1, -2) / np.sqrt(D), -np.inf)
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        P = e / e.sum(axis=-1, keepdims=True)
+        gS = _softmax_step(P, s.grad["P"])
+        return {
+            "q": gS @ key / np.sqrt(D),
+            "k": gS.swapaxes(-1, -2) @ q / np.sqrt(D),
+            "v": P.swapaxes(-1, -2) @ s.gy,
+        }
+
+    return _try(compute)
+
+
 CAUSAL_ATTENTION = [
     Slip(
         "attention_scale_inverted",
@@ -388,6 +505,25 @@ CAUSAL_ATTENTION = [
         "In the softmax step the row-sum term has the wrong sign: it is subtracted, gS = P * (gP - rowsum(gP * P)).",
         _attention(g_s=lambda P, gP: P * (gP + (gP * P).sum(axis=-1, keepdims=True))),
     ),
+    Slip(
+        "attention_softmax_rowsum_over_queries",
+        "In the softmax step your sum runs along axis -2, over the queries (a column of P): each row of P is "
+        "one query's softmax, so the sum of gP * P runs along the last axis, over the keys.",
+        _attention(g_s=lambda P, gP: P * (gP - (gP * P).sum(axis=-2, keepdims=True))),
+    ),
+    Slip(
+        "attention_softmax_no_keepdims",
+        "In the softmax step your row sum lost its axis (no keepdims=True) and NumPy broadcast it along the "
+        "wrong one: row i got the sum of another row. Keep it: (gP * P).sum(axis=-1, keepdims=True).",
+        _attention(g_s=lambda P, gP: P * (gP - (gP * P).sum(axis=-1)[..., None, :])),
+    ),
+    Slip(
+        "attention_mask_off_by_one",
+        "Your mask is off by one: the weights you recomputed let each query see the next position too "
+        "(np.tril(..., k=1)). The causal mask keeps key j for query i when j <= i: np.tril(np.ones((T, T))), "
+        "or use the P that forward saved.",
+        _attention_masked(1),
+    ),
 ]
 
 
@@ -414,9 +550,60 @@ HYPOT = [
         "You multiplied by y where the chain rule through sqrt divides by it: dy/da = a / y.",
         _hypot(lambda a, y: a * y),
     ),
+    Slip(
+        "hypot_over_y_squared",
+        "You divided by y^2 where the chain rule through sqrt divides by y once: dy/da = a / y.",
+        _hypot(lambda a, y: a / y**2),
+    ),
+]
+
+
+# ----- ties: maximum and clamp, at a tie and at the limits ---------------------------------------------------------
+def _maximum(share_a):
+    """ga, gb for z = max(a, b) when a gets `share_a(a, b)` of gy (b the rest), summed to each input's shape."""
+
+    def compute(s):
+        a, b = s.x["a"], s.x["b"]
+        share = share_a(a, b) + np.zeros(np.broadcast_shapes(a.shape, b.shape))
+        return {"a": unbroadcast(s.gy * share, a.shape), "b": unbroadcast(s.gy * (1 - share), b.shape)}
+
+    return _try(compute)
+
+
+MAXIMUM = [
+    Slip(
+        "tie_to_a",
+        "At a tie (a == b) you give all of gy to a: a tie splits it, gy / 2 to each, as PyTorch does.",
+        _maximum(lambda a, b: (a >= b) * 1.0),
+    ),
+    Slip(
+        "tie_to_b",
+        "At a tie (a == b) you give all of gy to b: a tie splits it, gy / 2 to each, as PyTorch does.",
+        _maximum(lambda a, b: (a > b) * 1.0),
+    ),
+    Slip(
+        "tie_to_both",
+        "At a tie (a == b) you give all of gy to both a and b, counting it twice: a tie splits it, gy / 2 to each.",
+        _try(
+            lambda s: {
+                "a": unbroadcast(s.gy * (s.x["a"] >= s.x["b"]), s.x["a"].shape),
+                "b": unbroadcast(s.gy * (s.x["b"] >= s.x["a"]), s.x["b"].shape),
+            }
+        ),
+    ),
+]
+CLAMP = [
+    Slip(
+        "clamp_limits_excluded",
+        "At x equal to a limit (low or high) your gradient is 0; the limits count as inside, gy passes there "
+        "(low <= x <= high), as PyTorch does.",
+        lambda s: {"x": s.gy * ((s.settings["low"] < s.x["x"]) & (s.x["x"] < s.settings["high"]))},
+    ),
 ]
 
 SLIPS = {
+    "Maximum": MAXIMUM,
+    "Clamp": CLAMP,
     "Hypot": HYPOT,
     "MatMul": MATMUL,
     "Exp": EXP,

@@ -1,0 +1,69 @@
+"""The checker on a set of realistic mistakes (tests/exercise_mistakes.py): it accepts none, and names >= 90%.
+
+Each mistake is an edit of a teachers' solution; the check runs in-process on the edited file
+with inputs drawn from one seed for the whole run (printed; MISTAKES_SEED=N replays it). A
+mistake is named precisely when the check's output holds every word its entry lists.
+"""
+
+import io
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+from exercise_mistakes import MISTAKES
+
+from tensorlab.exercises import BY_NAME, adamw_check, check, engine_check
+from tensorlab.exercises.student import StudentError
+from tensorlab.exercises.watch import Stopped
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
+PRECISE = 0.90
+
+
+def run_check(mistake, folder, seed):
+    """(passed, output) of the check of the solution with the mistake's edits."""
+    source = (SOLUTIONS / f"{mistake.exercise}.py").read_text()
+    for old, new in mistake.edits:
+        assert old in source, f"{mistake.exercise}: the solution no longer contains {old!r} ({mistake.what})"
+        source = source.replace(old, new)
+    path = folder / f"{mistake.exercise}_{abs(hash(mistake.what))}.py"
+    path.write_text(source)
+    exercise = BY_NAME[mistake.exercise]
+    printed = io.StringIO()
+    try:
+        passed = RUNNERS[exercise.kind].check(
+            exercise, path, out=lambda line: print(line, file=printed), time_limit=10, seed=seed
+        )
+    except StudentError as error:
+        return False, printed.getvalue() + "\n".join(error.lines)
+    except Stopped as stop:
+        return False, printed.getvalue() + stop.line
+    return passed, printed.getvalue()
+
+
+def test_the_set_covers_every_exercise_with_at_least_100_mistakes():
+    assert len(MISTAKES) >= 100
+    assert {mistake.exercise for mistake in MISTAKES} == set(BY_NAME)
+    assert len({(mistake.exercise, mistake.what) for mistake in MISTAKES}) == len(MISTAKES)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mistakes divide by zero, overflow, take sqrt(-1)
+def test_no_mistake_is_accepted_and_at_least_90_percent_are_named(tmp_path):
+    seed = int(os.environ.get("MISTAKES_SEED", secrets.randbelow(1_000_000)))
+    accepted, vague = [], []
+    for mistake in MISTAKES:
+        passed, out = run_check(mistake, tmp_path, seed)
+        if passed:
+            accepted.append(mistake)
+        elif not all(words in out for words in mistake.says):
+            vague.append((mistake, out))
+    named = len(MISTAKES) - len(accepted) - len(vague)
+    print(f"\nseed {seed}: {named} of {len(MISTAKES)} mistakes named precisely ({named / len(MISTAKES):.1%})")
+    for mistake, _ in vague:
+        print(f"  vague: {mistake.exercise}: {mistake.what} (expected {mistake.says})")
+    for mistake in accepted:
+        print(f"  ACCEPTED: {mistake.exercise}: {mistake.what}")
+    assert not accepted, f"seed {seed}: accepted {[(m.exercise, m.what) for m in accepted]}"
+    assert named >= PRECISE * len(MISTAKES), f"seed {seed}: {named} of {len(MISTAKES)} named precisely"
