@@ -10,7 +10,8 @@ check and grade take --hints none|name|fix (how much a diagnosis says); check --
 
 Layout:
     catalog.py      the exercises: title, cases (class, settings, inputs, reference forward, stages graph)
-    check.py        a gradient exercise: run the student's forward and backward, then gradcheck, then explain
+    check.py        a gradient exercise: the student's forward and backward on fresh inputs, against the
+                    analytic gradient at 1e-12, then explain
     stages.py       each exercise's reference forward in tensorlab ops, its intermediates named
     slips.py        the typical mistakes of each exercise, each reproduced and named in the student's words
     diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements

@@ -97,7 +97,8 @@ tensorlab folder):"""
 |---|------|----------------|---------------|
 {rows}
 
-The check runs your code against finite differences (or the reference optimizer) in float64,
+The check runs your code against the analytic gradient (or the reference optimizer) in
+float64, on inputs drawn fresh on every run (the seed is printed; `--seed SEED` replays it),
 and when something is wrong it says which input, which elements, and which slip it looks
 like. Exit code 0: passed; 1: failed; 2: a usage error. Each case has a time limit of a few
 seconds (`--time-limit SECONDS` changes it), so a loop that never ends is stopped and named.

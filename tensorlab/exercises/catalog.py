@@ -43,7 +43,7 @@ class Exercise:
     name: str
     title: str
     cases: list = field(default_factory=list)
-    kind: str = "gradient"  # "gradient": a backward checked by gradcheck; "adamw": an optimizer step;
+    kind: str = "gradient"  # "gradient": a backward checked against the analytic gradient; "adamw": a step;
     #                           "engine": the engine track's probes (engine_check.py)
     shape_hint: str = ""  # said when a gradient has a wrong shape that no automatic fix explains
     hint: object = None  # (inputs, name, InputReport, diagnose.Context) -> extra hints for a wrong input
