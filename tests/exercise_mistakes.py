@@ -420,7 +420,7 @@ MISTAKES = [
         "divided by n, not n - correction",
         VAR,
         VAR.replace("/ self.dof", "/ (self.dof + self.correction)"),
-        says="n - correction",
+        says="var divides by n - correction",
     ),
     # ----- softmax ---------------------------------------------------------------------------------------------------
     m("softmax", "y(1 - y)", SOFTMAX, "return gy * self.y * (1 - self.y)", says="You used y(1 - y)"),

@@ -246,6 +246,23 @@ def _mean_hint(inputs, name, report, context):
     ]
 
 
+def _var_hint(inputs, name, report, context):
+    """A constant factor off in var's gradient that is n / (n - correction): the divisor is n, not n - correction."""
+    a, right = report.analytic, report.numeric
+    norm = float((right * right).sum())
+    if norm == 0 or not np.all(np.isfinite(a)):
+        return []
+    c = float((a * right).sum()) / norm
+    n = round(math.prod(context.shapes["x"]) / math.prod(context.output_shape))
+    dof = n - context.settings.get("correction", 1)
+    if dof == n or not context.close(a, c * right) or not math.isclose(c * n, dof, rel_tol=1e-9):
+        return []
+    return [
+        f"Your gradient divides by n = {n}, the number of elements reduced; var divides by n - correction = {dof}, "
+        f"in the backward as in the forward."
+    ]
+
+
 def _reduction(name, op, forward, graph, lesson, hint=None):
     """The exercise for a reduction: every axis/keepdims setting on a (3, 4, 5) input, plus a size-1 axis."""
     cases = [
@@ -326,6 +343,7 @@ EXERCISES = [
         ]
         + [Case("Var", ("x",), _inputs(_normal(3, 1, 5)), _var, dict(axis=(1, 2)), graph=stages.var)],
         shape_hint=_REDUCTION_SHAPE_HINT,
+        hint=_var_hint,
         error_hint=_reduction_error_hint,
     ),
     Exercise(

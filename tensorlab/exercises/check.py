@@ -127,7 +127,13 @@ def _check_case(exercise, case, cls, inputs, gy, path):
         return _through_engine(case, cls, inputs, gy, reference)
 
     context = diagnose.Context(
-        {n: x.shape for n, x in zip(names, inputs)}, np.shape(y), reports, atol=MATCH * scale, rtol=MATCH, scale=scale
+        {n: x.shape for n, x in zip(names, inputs)},
+        np.shape(y),
+        reports,
+        atol=MATCH * scale,
+        rtol=MATCH,
+        scale=scale,
+        settings=case.settings,
     )
     ignores_gy = _ignores_gy(case, cls, inputs, path, gy, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []

@@ -49,14 +49,15 @@ class Context:
     """What the diagnosis knows about one case: every input's shape, the output's shape, the reports.
 
     atol and rtol say when two gradients match (a slip reproduced, a stage found); scale is the
-    largest reference gradient of the case.
+    largest reference gradient of the case; settings are the op's constructor arguments.
     """
 
-    def __init__(self, shapes, output_shape, reports, atol, rtol, scale=1.0):
+    def __init__(self, shapes, output_shape, reports, atol, rtol, scale=1.0, settings=None):
         self.shapes = {name: tuple(shape) for name, shape in shapes.items()}  # every forward argument
         self.output_shape = tuple(output_shape)
         self.reports = reports  # name -> InputReport, for the inputs that take a gradient
         self.atol, self.rtol, self.scale = atol, rtol, scale
+        self.settings = settings or {}
 
     def close(self, a, b):
         """a matches b: |a - b| <= atol + rtol * |b| everywhere."""
