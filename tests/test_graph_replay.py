@@ -10,6 +10,7 @@ to install it.
 import contextlib
 import html as html_module
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -301,16 +302,26 @@ def test_arrows_between_blocks_show_the_norm_of_their_gradient():
 
 
 # ----- in a real browser --------------------------------------------------------------------------
-CHROMIUM = ("chromium", "chromium-browser")
+# Debian's and Ubuntu's names, then Google Chrome's (playwright drives any Chromium build); TENSORLAB_CHROMIUM first
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+MACOS_CHROME = "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"
+
+
+def find_chromium():
+    named = os.environ.get("TENSORLAB_CHROMIUM")
+    if named:
+        return named
+    found = next((path for path in map(shutil.which, CHROMIUM) if path), None)
+    return found or (MACOS_CHROME if os.path.isfile(MACOS_CHROME) else None)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = next((path for path in map(shutil.which, CHROMIUM) if path), None)
-    if executable is None:
+    executable = find_chromium()
+    if executable is None or not os.path.isfile(executable):
         pytest.fail(
-            "the graph replay test drives a real browser and found no chromium on PATH: "
-            "install it with `sudo apt-get install chromium` (Debian, Ubuntu; .ci/run does it)",
+            "the graph replay test drives a real browser and found no chromium or Chrome: install it "
+            "(`sudo apt-get install chromium` on Debian and Ubuntu; .ci/run does it) or set TENSORLAB_CHROMIUM=PATH",
             pytrace=False,
         )
     try:
