@@ -146,26 +146,6 @@ def same_device(op_name, arrays):
     return devices.pop() if devices else "cpu"
 
 
-# 4 MiB: chosen on one machine (a 2-core EPYC, 1 MiB L2, 32 MiB L3), where it was the best of 256 KiB to
-# 64 MiB for GELU (bench/RESULTS.md). Not measured on other CPUs: a block that fits their cache is the aim.
-CACHE_BLOCK_BYTES = 1 << 22
-
-
-def cache_blocks(length, bytes_per_row, array):
-    """Slices that cut range(length) into blocks of about CACHE_BLOCK_BYTES of rows.
-
-    An op that makes many passes over a large array is bound by memory speed: each pass
-    streams the whole array from RAM. Making all the passes over one block before moving
-    to the next keeps the block in the CPU cache (GELU's forward: 29 ms -> 16 ms where it was
-    measured, bench/RESULTS.md). On a GPU the array is one block: there a kernel launch per
-    block would cost more than it saves.
-    """
-    if is_cupy_array(array):
-        return [slice(0, length)]
-    rows = max(1, CACHE_BLOCK_BYTES // max(bytes_per_row, 1))
-    return [slice(start, min(start + rows, length)) for start in range(0, length, rows)]
-
-
 def segment_sum(ids, rows, num_segments):
     """out[v] = the sum of rows[n] over every n with ids[n] = v, for v in range(num_segments); ids 1-D.
 

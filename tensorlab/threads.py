@@ -1,23 +1,23 @@
 """Every CPU core for the work NumPy does on one: a small thread pool over blocks of rows.
 
 NumPy runs each element-wise pass (exp, multiply, ...) on one core, and its matrix products
-on OpenBLAS's threads. PyTorch runs both on every core. After `use_threads(n)` the ops that
-already walk an array block by block (GELU, attention's softmax, RMSNorm, cross-entropy's
-softmax, the Linear products) hand their blocks to n threads. The threads really run at once:
+on OpenBLAS's threads. PyTorch runs both on every core. After `use_threads(n)` the kernels of
+tensorlab/kernels/, which walk an array block by block (GELU, attention, RMSNorm, cross-entropy's
+softmax, the Linear products), hand their blocks to n threads. The threads really run at once:
 NumPy releases the GIL inside its loops over arrays and inside OpenBLAS.
 
 OpenBLAS is held to one thread meanwhile. Its idle threads spin for a while after every product
 to catch the next one, and spinning against the pool's threads made a step slower, not faster
-(bench/RESULTS.md). The big products are split by rows across the pool instead, so every core
-still shares them.
+(bench/RESULTS.md). The big products are split by rows across the pool instead
+(tensorlab/kernels/linear.py), so every core still shares them.
 
 Like tensorlab.memory.keep_freed_memory, this is process-wide, so tensorlab never does it on its
 own: `import tensorlab` leaves NumPy and OpenBLAS as they were. A program that trains asks once
 (train.py and the bench/ scripts do; `use_threads(1)` undoes it). It needs threadpoolctl, which
 the `train` extra installs.
 
-Results do not depend on the thread count, bit for bit: the blocks are cut by the data alone
-(cache-sized blocks, or ROW_PARTS parts of a product's rows), never by the number of threads,
+Results do not depend on the thread count, bit for bit: the kernels cut their blocks by the data
+alone (cache-sized blocks, or a fixed number of parts of a product's rows), never by the number of threads,
 and each block is computed by the same code on whichever thread takes it, or serially without
 a pool. So a run resumed under another thread count continues exactly (tests/test_threads.py).
 """
@@ -26,17 +26,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from tensorlab import backend
-
 _pool = None  # ThreadPoolExecutor with n - 1 workers; the calling thread is the n-th
 _threads = 1
 _blas_limit = None  # threadpoolctl's handle on OpenBLAS's thread count, to restore it
 _inside = threading.local()  # a block already running on the pool runs its inner work serially
-
-# A product smaller than this many multiply-adds runs whole: splitting it costs more than it saves.
-_MIN_SPLIT_WORK = 1 << 20
-# A larger one is cut into this many parts of rows whatever the thread count (enough to keep 16 threads busy).
-ROW_PARTS = 16
 
 
 def use_threads(n=None):
@@ -104,23 +97,3 @@ def _run_share(work, share):
             work(block)
     finally:
         _inside.busy = False
-
-
-def row_parts(length):
-    """range(length) cut into ROW_PARTS slices (fewer when rows are few): fixed by the length, not the threads."""
-    parts = min(ROW_PARTS, length) or 1
-    edges = [length * i // parts for i in range(parts + 1)]
-    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def matmul(a, b):
-    """a @ b for a 2-D (N, K) and b (K, M), the rows of a in row_parts over the threads (one OpenBLAS thread each).
-
-    A large product is cut the same way with or without a pool, so its bits never depend on the thread count.
-    """
-    xp = backend.array_module(a)
-    if backend.is_cupy_array(a) or a.shape[0] * a.shape[1] * b.shape[1] < _MIN_SPLIT_WORK:
-        return a @ b
-    out = xp.empty((a.shape[0], b.shape[1]), dtype=xp.result_type(a, b))
-    for_each_block(lambda rows: xp.matmul(a[rows], b, out=out[rows]), row_parts(a.shape[0]))
-    return out

@@ -14,13 +14,18 @@ Backward, from gy = dL/dy:
 Composed from primitives the same computation is matmul, mul, masked_fill, softmax,
 dropout and matmul: six graph nodes and about twice the passes over the (T, T) scores.
 tests/ prove that both agree with each other and with PyTorch.
+
+causal_attention_forward and causal_attention_backward below are these formulas in plain NumPy.
+On the CPU the op runs them from tensorlab/kernels/attention.py: a few batch elements at a time,
+in cache, on every core, in place; tests/test_kernels.py checks them against the ones here.
 """
 
 import math
 
 import numpy as np
 
-from tensorlab import backend, threads
+from tensorlab import backend, kernels
+from tensorlab.kernels import attention as fast
 from tensorlab.ops.dropout import dropout_mask
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
@@ -49,8 +54,38 @@ def causal_bias(T, dtype, device):
     return _future_bias[key]
 
 
+def causal_attention_forward(q, k, v, bias, mask=None):
+    """y = (P M) v with P = softmax(q k^T / sqrt(D) + bias) row by row; returns y and P for the backward.
+
+    bias is the additive causal mask (T, T) of causal_bias; mask M is dropout's, or None (M = 1).
+    """
+    scale = 1 / math.sqrt(q.shape[-1])
+    S = q @ k.swapaxes(-1, -2) * scale + bias  # (B, H, T, T)
+    e, _ = exp_and_max(S, axis=-1)
+    P = e / e.sum(axis=-1, keepdims=True)
+    y = (P if mask is None else P * mask) @ v
+    return y, P
+
+
+def causal_attention_backward(gy, q, k, v, P, mask=None):
+    # y = (P * M) v, P = softmax(S), S = q k^T / sqrt(D) + bias
+    #   =>  gv = (P M)^T gy,  gP = (gy v^T) M,  gS = P * (gP - rowsum(gP P)),
+    #       gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
+    scale = 1 / math.sqrt(gy.shape[-1])
+    gv = (P if mask is None else P * mask).swapaxes(-1, -2) @ gy
+    gP = gy @ v.swapaxes(-1, -2)
+    if mask is not None:
+        gP = gP * mask
+    gS = P * (gP - (gP * P).sum(axis=-1, keepdims=True))
+    return gS @ k * scale, gS.swapaxes(-1, -2) @ q * scale, gv
+
+
 class CausalAttention(Function):
-    """softmax(q k^T / sqrt(D) + causal mask) v; after forward, `.weights` holds P (B, H, T, T)."""
+    """softmax(q k^T / sqrt(D) + causal mask) v; after forward, `.weights` holds P (B, H, T, T).
+
+    causal_attention_forward and causal_attention_backward; on the CPU their kernels
+    (tensorlab/kernels/attention.py).
+    """
 
     name = "causal_attention"
 
@@ -64,50 +99,14 @@ class CausalAttention(Function):
             raise ValueError(
                 f"causal_attention: q, k, v must share one shape (B, H, T, D); got {q.shape}, {k.shape}, {v.shape}"
             )
-        xp = backend.array_module(q)
-        B, H, T, D = q.shape
-        self.scale = q.dtype.type(1 / math.sqrt(D))
-        self.q_scaled, self.k, self.v = q * self.scale, k, v  # scaling q is cheaper than scaling (T, T)
-        bias = causal_bias(T, q.dtype, backend.device_of(q))
-        self.weights = xp.empty((B, H, T, T), dtype=q.dtype)  # P
-        self.mask = (
-            None
-            if not self.dropout_p
-            else dropout_mask(self.weights.shape, self.dropout_p, q.dtype, backend.device_of(q))
-        )
-        y = xp.empty_like(q)
-
-        def forward_block(b):
-            s = xp.matmul(self.q_scaled[b], k[b].swapaxes(-1, -2), out=self.weights[b])  # q k^T / sqrt(D)
-            s += bias
-            exp_and_max(s, axis=-1, out=s)  # exp(S - rowmax), in place
-            s *= 1 / s.sum(axis=-1, keepdims=True)  # P: rows sum to 1
-            xp.matmul(s if self.mask is None else s * self.mask[b], v[b], out=y[b])  # (P * M) v
-
-        # A few batch elements at a time, so each (H, T, T) block stays in cache across the passes.
-        threads.for_each_block(forward_block, backend.cache_blocks(B, 3 * H * T * T * q.itemsize, q))
+        B, H, T, _ = q.shape
+        device = backend.device_of(q)
+        self.mask = None if not self.dropout_p else dropout_mask((B, H, T, T), self.dropout_p, q.dtype, device)
+        forward = fast.causal_attention_forward if kernels.applies_to(q) else causal_attention_forward
+        y, self.weights = forward(q, k, v, causal_bias(T, q.dtype, device), self.mask)
+        self.q, self.k, self.v = q, k, v
         return y  # (B, H, T, D)
 
     def backward(self, gy):
-        # y = (P * M) v, P = softmax(q k^T / sqrt(D) + mask)
-        #   =>  gv = (P M)^T gy,  gS = P * (gP - rowsum(gP P)) with gP = (gy v^T) M,
-        #       gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
-        xp = backend.array_module(gy)
-        B, H, T, _ = gy.shape
-        gq, gk, gv = xp.empty_like(gy), xp.empty_like(gy), xp.empty_like(gy)
-
-        def backward_block(b):
-            p = self.weights[b]
-            dropped = p if self.mask is None else p * self.mask[b]
-            xp.matmul(dropped.swapaxes(-1, -2), gy[b], out=gv[b])
-            gs = gy[b] @ self.v[b].swapaxes(-1, -2)  # gP, (b, H, T, T)
-            if self.mask is not None:
-                gs *= self.mask[b]
-            gs -= (gs * p).sum(axis=-1, keepdims=True)
-            gs *= p  # gS
-            xp.matmul(gs, self.k[b], out=gq[b])
-            xp.matmul(gs.swapaxes(-1, -2), self.q_scaled[b], out=gk[b])
-
-        threads.for_each_block(backward_block, backend.cache_blocks(B, 3 * H * T * T * gy.itemsize, gy))
-        gq *= self.scale
-        return gq, gk, gv
+        backward = fast.causal_attention_backward if kernels.applies_to(gy) else causal_attention_backward
+        return backward(gy, self.q, self.k, self.v, self.weights, self.mask)

@@ -8,11 +8,16 @@ Rows whose target is ignore_index count for nothing. reduction 'mean' (the defau
 the N rows that are not ignored, 'sum' adds them, 'none' gives each row's loss (0 where ignored).
 The backward is the famous  gx = w (softmax(x) - (1 - e) onehot(t) - e / V), w = gy / N for the
 mean: we subtract at the target instead of building the one-hot matrix.
+
+The forward's softmax and logsumexp are softmax_and_logsumexp below, in plain NumPy; on the CPU
+the op runs them from tensorlab/kernels/cross_entropy.py (a block of rows at a time, in cache, on
+every core), which tests/test_kernels.py checks against the one here.
 """
 
 import numpy as np
 
-from tensorlab import backend, threads
+from tensorlab import backend, kernels
+from tensorlab.kernels import cross_entropy as fast
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
@@ -22,6 +27,14 @@ REDUCTIONS = {"mean": lambda losses: losses.mean(), "sum": lambda losses: losses
 def check_reduction(op_name, reduction):
     if reduction not in REDUCTIONS:
         raise ValueError(f"{op_name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def softmax_and_logsumexp(x):
+    """softmax(x) and logsumexp(x) over the last axis of x (N, V): exp(x - m) / total and log(total) + m,
+    with m the row's max and total = sum exp(x - m) (exp_and_max: nothing overflows)."""
+    e, m = exp_and_max(x, axis=-1)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / total, backend.array_module(x).log(total) + m
 
 
 class CrossEntropy(Function):
@@ -44,16 +57,8 @@ class CrossEntropy(Function):
         self.valid = ~ignored(t, self.ignore_index)
         self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
-        self.p = xp.empty_like(x)  # softmax, (N, V)
-        logsumexp = xp.empty((len(t), 1), x.dtype)
-
-        def rows(b):  # a block of rows at a time, in cache; the blocks spread over tensorlab.threads
-            e, m = exp_and_max(x[b], axis=-1, out=self.p[b])
-            total = e.sum(axis=-1, keepdims=True)
-            e /= total  # softmax = exp(x - m) / total
-            logsumexp[b] = xp.log(total) + m
-
-        threads.for_each_block(rows, backend.cache_blocks(len(t), 3 * vocab * x.itemsize, x))
+        softmax = fast.softmax_and_logsumexp if kernels.applies_to(x) else softmax_and_logsumexp
+        self.p, logsumexp = softmax(x)  # (N, V), (N, 1)
         losses = logsumexp[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
         if self.smoothing:
             smooth = logsumexp[:, 0] - x.mean(axis=-1)  # -mean_c log softmax(x)_c

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from tensorlab import backend, threads
+from tensorlab import backend, kernels
+from tensorlab.kernels import gelu as fast
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.ops.dtypes import promote
 from tensorlab.tensor import Function
@@ -264,8 +265,34 @@ class Silu(Function):
         return gy * self.s * (1 + self.x * (1 - self.s))
 
 
+def gelu_and_slope(x):
+    """y = x Phi(x) and its slope dy/dx = Phi(x) + x phi(x), which the forward keeps for the backward.
+
+    Phi is the standard normal CDF, Phi(x) = (1 + erf(x / sqrt 2)) / 2, and phi = Phi' its density,
+    phi(x) = exp(-x^2/2) / sqrt(2 pi) (the product rule: d/dx x Phi(x) = Phi(x) + x phi(x)).
+    """
+    xp = backend.array_module(x)
+    cdf = 0.5 * (1 + erf(x / math.sqrt(2)))
+    pdf = xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return x * cdf, cdf + x * pdf
+
+
+def erf(x):
+    """The error function, in x's dtype: CuPy's on a GPU; NumPy has none, so on the CPU Python's exact math.erf,
+    one element at a time (slow: in float32, the op runs tensorlab/kernels/gelu.py's fast approximation)."""
+    if backend.is_cupy_array(x):
+        return backend.cupy_erf(x)
+    return np.asarray(_erf_exact(x), dtype=x.dtype)
+
+
+_erf_exact = np.frompyfunc(math.erf, 1, 1)
+
+
 class Gelu(Function):
-    """GELU: x * Phi(x) with Phi the standard normal CDF ('none'), or its tanh approximation ('tanh')."""
+    """GELU: x * Phi(x) with Phi the standard normal CDF ('none'), or its tanh approximation ('tanh').
+
+    The exact form is gelu_and_slope; on the CPU in float32 its kernel (tensorlab/kernels/gelu.py).
+    """
 
     def __init__(self, approximate="none"):
         if approximate not in ("none", "tanh"):
@@ -273,19 +300,12 @@ class Gelu(Function):
         self.approximate = approximate
 
     def forward(self, x):
-        xp = backend.array_module(x)
         if self.approximate == "tanh":
             self.x = x
-            self.t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3))
+            self.t = backend.array_module(x).tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3))
             return 0.5 * x * (1 + self.t)
-        # about fifteen passes per element: done block by block so each block stays in cache
-        x = xp.ascontiguousarray(x).reshape(x.shape)  # ascontiguousarray makes a 0-d x 1-d
-        y, self.slope = xp.empty_like(x), xp.empty_like(x)
-        flat_x, flat_y, flat_slope = x.reshape(-1), y.reshape(-1), self.slope.reshape(-1)
-        threads.for_each_block(
-            lambda b: _gelu_and_slope(flat_x[b], flat_y[b], flat_slope[b]),
-            backend.cache_blocks(x.size, 8 * x.itemsize, x),
-        )
+        fused = kernels.applies_to(x) and x.dtype == np.float32  # the kernel's erf is float32's
+        y, self.slope = (fast.gelu_and_slope if fused else gelu_and_slope)(x)
         return y
 
     def backward(self, gy):
@@ -301,41 +321,3 @@ class Gelu(Function):
 
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-
-
-def _gelu_and_slope(x, y, slope):
-    """Write y = x Phi(x) and slope = dy/dx = Phi(x) + x phi(x) for one block of x.
-
-    Phi(x) = (1 + erf(x / sqrt 2)) / 2 and phi(x) = exp(-x^2/2) / sqrt(2 pi). NumPy has no
-    erf: float64 uses the exact math.erf (slow, for gradient checks); float32 uses
-    Abramowitz & Stegun 7.1.26, erf(z) = 1 - t (a1 + t (a2 + ... a5 t)) exp(-z^2) with
-    t = 1 / (1 + 0.3275911 z), whose error (below 1.5e-7) is under float32's resolution
-    near 1. With z = |x| / sqrt 2, its exp(-z^2) is exp(-x^2/2): the pdf comes for free.
-    """
-    xp = backend.array_module(x)
-    gauss = xp.exp(-0.5 * x * x)  # exp(-x^2/2)
-    if backend.is_cupy_array(x):
-        cdf = 0.5 * (1 + backend.cupy_erf(x * x.dtype.type(1 / math.sqrt(2))))
-    elif x.dtype == np.float64:
-        cdf = 0.5 * (1 + _erf_exact(x / math.sqrt(2)).astype(np.float64))
-    else:
-        t = np.abs(x)
-        t *= 0.3275911 / math.sqrt(2)
-        t += 1
-        np.reciprocal(t, out=t)  # t = 1 / (1 + p |x| / sqrt 2)
-        cdf = t * 1.061405429  # Horner: t (a1 + t (a2 + ... a5 t))
-        for a in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-            cdf += a
-            cdf *= t
-        cdf *= gauss
-        cdf *= -0.5
-        cdf += 0.5  # 1/2 - tail, tail = 1 - Phi(|x|)
-        np.copysign(cdf, x, out=cdf)  # Phi(x) - 1/2 keeps the sign of x
-        cdf += 0.5
-    xp.multiply(x, cdf, out=y)
-    gauss *= x.dtype.type(1 / math.sqrt(2 * math.pi))  # phi(x)
-    gauss *= x
-    xp.add(cdf, gauss, out=slope)
-
-
-_erf_exact = np.frompyfunc(math.erf, 1, 1)

@@ -3,15 +3,31 @@
 Composed from primitives this would be a transpose, a batched matmul and a
 broadcast add: three graph nodes and their temporaries. Fused, it is one matrix
 product (plus the bias add) forward and two matrix products (plus a column sum)
-backward, on x flattened to rows. Each product goes through tensorlab.threads.matmul,
-which is a @ b split by rows over the threads that use_threads set (a plain a @ b until then).
+backward, on x flattened to rows: linear_forward and linear_backward below. On the
+CPU the op runs them from tensorlab/kernels/linear.py, where each large product is
+cut by rows over the threads that use_threads set; tests/test_kernels.py checks them
+against the ones here.
 """
 
-from tensorlab import threads
+from tensorlab import kernels
+from tensorlab.kernels import linear as fast
 from tensorlab.tensor import Function
 
 
+def linear_forward(x, weight, bias=None):
+    """y = x W^T + b for x (N, IN), W (OUT, IN), b (OUT,): y is (N, OUT)."""
+    y = x @ weight.T
+    return y if bias is None else y + bias
+
+
+def linear_backward(gy, x, weight):
+    # y = x W^T + b  =>  gx = gy W,  gW = gy^T x,  gb = sum over rows of gy
+    return gy @ weight, gy.T @ x, gy.sum(axis=0)
+
+
 class Linear(Function):
+    """linear_forward and linear_backward on x's rows; on the CPU their kernels (tensorlab/kernels/linear.py)."""
+
     def forward(self, x, weight, bias=None):
         out_features, in_features = weight.shape
         if x.shape[-1] != in_features or (bias is not None and bias.shape != (out_features,)):
@@ -22,13 +38,10 @@ class Linear(Function):
             )
         self.x_shape, self.weight = x.shape, weight
         self.x_rows = x.reshape(-1, in_features)  # (N, IN), N = all leading axes
-        y = threads.matmul(self.x_rows, weight.T)  # (N, OUT)
-        if bias is not None:
-            y += bias
-        return y.reshape(x.shape[:-1] + (out_features,))
+        forward = fast.linear_forward if kernels.applies_to(x) else linear_forward
+        return forward(self.x_rows, weight, bias).reshape(x.shape[:-1] + (out_features,))
 
     def backward(self, gy):
-        # y = x W^T + b  =>  gx = gy W,  gW = gy^T x,  gb = sum over rows of gy
-        g_rows = gy.reshape(-1, self.weight.shape[0])  # (N, OUT)
-        gx = threads.matmul(g_rows, self.weight).reshape(self.x_shape)
-        return gx, threads.matmul(g_rows.T, self.x_rows), g_rows.sum(axis=0)
+        backward = fast.linear_backward if kernels.applies_to(gy) else linear_backward
+        gx, gw, gb = backward(gy.reshape(-1, self.weight.shape[0]), self.x_rows, self.weight)
+        return gx.reshape(self.x_shape), gw, gb

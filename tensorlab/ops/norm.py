@@ -3,32 +3,53 @@
 Shared notation: x has C features on its last axis, r = 1 / sqrt(s + eps) is the inverse
 scale (s = mean(x^2) for RMSNorm, the variance for LayerNorm), xhat the normalised x,
 and g = gy * w the gradient arriving at xhat.
+
+The formulas are written out below as plain NumPy. On the CPU, RMSNorm runs the same formulas
+from tensorlab/kernels/norm.py: a block of rows at a time, on every core, into buffers allocated
+once; tests/test_kernels.py checks them against the ones here.
 """
 
-from tensorlab import backend, threads
+from tensorlab import backend, kernels
+from tensorlab.kernels import norm as fast
 from tensorlab.tensor import Function
 
 
-def _row_mean_of_product(a, b):
-    """mean over the last axis of a * b, kept as a size-1 axis (einsum: no (..., C) temporary)."""
-    xp = backend.array_module(a)
-    return xp.einsum("...i,...i->...", a, b)[..., None] / a.shape[-1]
+def rms_norm_forward(x, weight, eps):
+    """y = xhat w with xhat = x r, r = (mean(x^2) + eps)^(-1/2); returns y, xhat and r for the backward."""
+    xp = backend.array_module(x)
+    r = 1 / xp.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    xhat = x * r
+    return xhat * weight, xhat, r
 
 
-def _column_sum_of_product(a, b):
-    """sum over every axis but the last of a * b: how the per-feature weight gathers gradient."""
-    xp = backend.array_module(a)
-    return xp.einsum("ni,ni->i", a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]))
+def rms_norm_backward(gy, xhat, r, weight):
+    # y = xhat * w, xhat = x r, r = (mean(x^2) + eps)^(-1/2)
+    #   =>  gx = r * (g - xhat * mean(g * xhat)),  gw = sum over rows of gy * xhat
+    g = gy * weight
+    gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+    return gx, _sum_over_rows(gy * xhat)
 
 
-def _sum_to_last_axis(a):
-    """Sum over every axis but the last: how the per-feature bias gathers gradient."""
+def layer_norm_forward(x, weight, bias, eps):
+    """y = xhat w + b with xhat = (x - mean x) r, r = (var x + eps)^(-1/2); returns y, xhat and r."""
+    xp = backend.array_module(x)
+    centered = x - x.mean(axis=-1, keepdims=True)
+    r = 1 / xp.sqrt((centered * centered).mean(axis=-1, keepdims=True) + eps)
+    xhat = centered * r
+    return xhat * weight + bias, xhat, r
+
+
+def layer_norm_backward(gy, xhat, r, weight):
+    # y = xhat * w + b, xhat = (x - mean x) r, r = (var x + eps)^(-1/2)
+    #   =>  gx = r * (g - mean(g) - xhat * mean(g * xhat)),  gw = sum gy * xhat,  gb = sum gy
+    g = gy * weight
+    gx = r * (g - g.mean(axis=-1, keepdims=True) - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+    return gx, _sum_over_rows(gy * xhat), _sum_over_rows(gy)
+
+
+def _sum_over_rows(a):
+    """Sum over every axis but the last: how a per-feature weight or bias gathers its gradient."""
     return a.reshape(-1, a.shape[-1]).sum(axis=0)
-
-
-def _row_blocks(rows):
-    """Blocks of rows of a 2-D array, about 4 arrays of each block fitting in cache together."""
-    return backend.cache_blocks(rows.shape[0], 4 * rows.shape[1] * rows.itemsize, rows)
 
 
 def _check_params(op_name, x, *params):
@@ -41,8 +62,7 @@ def _check_params(op_name, x, *params):
 
 
 class RMSNorm(Function):
-    """Computed a block of rows at a time (each block stays in cache across the passes), the blocks spread over
-    tensorlab.threads; the formulas are the same for every row."""
+    """rms_norm_forward and rms_norm_backward; on the CPU their kernels (tensorlab/kernels/norm.py)."""
 
     name = "rms_norm"
 
@@ -51,41 +71,19 @@ class RMSNorm(Function):
 
     def forward(self, x, weight):
         _check_params("rms_norm", x, weight)
-        xp = backend.array_module(x)
-        x_rows = x.reshape(-1, x.shape[-1])  # (N, C)
-        self.r = xp.empty((x_rows.shape[0], 1), x.dtype)
-        self.xhat, self.w = xp.empty_like(x_rows), weight
-        y = xp.empty_like(x_rows)
-
-        def rows(b):  # r = (mean(x^2) + eps)^(-1/2),  xhat = x r,  y = xhat w
-            self.r[b] = 1 / (_row_mean_of_product(x_rows[b], x_rows[b]) + self.eps) ** 0.5
-            xp.multiply(x_rows[b], self.r[b], out=self.xhat[b])
-            xp.multiply(self.xhat[b], weight, out=y[b])
-
-        threads.for_each_block(rows, _row_blocks(x_rows))
-        return y.reshape(x.shape)
+        forward = fast.rms_norm_forward if kernels.applies_to(x) else rms_norm_forward
+        y, self.xhat, self.r = forward(x, weight, self.eps)
+        self.w = weight
+        return y
 
     def backward(self, gy):
-        # y = xhat * w, xhat = x r, r = (mean(x^2) + eps)^(-1/2)
-        #   =>  gx = r * (g - xhat * mean(g * xhat)),  gw = sum over rows of gy * xhat
-        xp = backend.array_module(gy)
-        gy_rows = gy.reshape(self.xhat.shape)
-        gx = xp.empty_like(gy_rows)
-        blocks = _row_blocks(gy_rows)
-        gw_parts = xp.empty((len(blocks), gy_rows.shape[1]), gy.dtype)  # one partial sum per block
-
-        def rows(i):
-            b = blocks[i]
-            g = gy_rows[b] * self.w
-            gx[b] = g - self.xhat[b] * _row_mean_of_product(g, self.xhat[b])
-            gx[b] *= self.r[b]
-            gw_parts[i] = _column_sum_of_product(gy_rows[b], self.xhat[b])
-
-        threads.for_each_block(rows, list(range(len(blocks))))
-        return gx.reshape(gy.shape), gw_parts.sum(axis=0)
+        backward = fast.rms_norm_backward if kernels.applies_to(gy) else rms_norm_backward
+        return backward(gy, self.xhat, self.r, self.w)
 
 
 class LayerNorm(Function):
+    """layer_norm_forward and layer_norm_backward, on every device."""
+
     name = "layer_norm"
 
     def __init__(self, eps=1e-5):
@@ -93,15 +91,9 @@ class LayerNorm(Function):
 
     def forward(self, x, weight, bias):
         _check_params("layer_norm", x, weight, bias)
-        centered = x - x.mean(axis=-1, keepdims=True)
-        self.r = 1 / (_row_mean_of_product(centered, centered) + self.eps) ** 0.5
-        self.xhat, self.w = centered * self.r, weight
-        return self.xhat * weight + bias
+        y, self.xhat, self.r = layer_norm_forward(x, weight, bias, self.eps)
+        self.w = weight
+        return y
 
     def backward(self, gy):
-        # y = xhat * w + b, xhat = (x - mean x) r, r = (var x + eps)^(-1/2)
-        #   =>  gx = r * (g - mean(g) - xhat * mean(g * xhat)),  gw = sum gy * xhat,  gb = sum gy
-        g = gy * self.w
-        gx = g - g.mean(axis=-1, keepdims=True) - self.xhat * _row_mean_of_product(g, self.xhat)
-        gx *= self.r
-        return gx, _column_sum_of_product(gy, self.xhat), _sum_to_last_axis(gy)
+        return layer_norm_backward(gy, self.xhat, self.r, self.w)

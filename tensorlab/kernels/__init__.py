@@ -1,0 +1,47 @@
+"""The fast versions of the ops' formulas, for the CPU: one file per op family, beside tensorlab/ops/.
+
+Every op file states its formula as a student would write it: forward and backward in plain NumPy,
+with the derivation in a comment (tensorlab/ops/norm.py's rms_norm_forward, for one). On a NumPy
+array the op calls the kernel of the same name from here instead, which computes the same formula
+faster:
+
+- in blocks: an op that makes many passes over a large array makes all of them over one block of
+  rows that fits in the CPU cache (cache_blocks) before it moves to the next, instead of streaming
+  the whole array from memory once per pass;
+- on every core: the blocks are spread over tensorlab.threads' pool;
+- into buffers allocated once (`out=`), in place where it can;
+- in fewer passes: one einsum for a product and its sum, one exp shared by two formulas.
+
+A student who reads the op file learns the math; one who wants the speed opens the kernel.
+tests/test_kernels.py checks each kernel against its formula on inputs cut into several blocks,
+bitwise where the kernel does the same arithmetic and at a stated tolerance where it reorders it.
+
+On a GPU (a CuPy array) the op runs the formula itself: there every pass is one launch over the
+whole array, which is what the formula does; a loop over blocks would only add launches.
+
+Results never depend on the thread count: the blocks are cut by the data alone, and each block is
+computed by the same code on whichever thread takes it (tensorlab/threads.py).
+"""
+
+from tensorlab import backend
+
+
+def applies_to(array):
+    """True where the kernels run: on a NumPy array (the CPU); a CuPy array gets the op's formula."""
+    return not backend.is_cupy_array(array)
+
+
+# 4 MiB: chosen on one machine (a 2-core EPYC, 1 MiB L2, 32 MiB L3), where it was the best of 256 KiB to
+# 64 MiB for GELU (bench/RESULTS.md). Not measured on other CPUs: a block that fits their cache is the aim.
+CACHE_BLOCK_BYTES = 1 << 22
+
+
+def cache_blocks(length, bytes_per_row):
+    """Slices that cut range(length) into blocks of about CACHE_BLOCK_BYTES of rows (the last one may be shorter).
+
+    An op that makes many passes over a large array is bound by memory speed: each pass streams the
+    whole array from RAM. Making all the passes over one block before moving to the next keeps the
+    block in the CPU cache (GELU's forward: 29 ms -> 16 ms where it was measured, bench/RESULTS.md).
+    """
+    rows = max(1, CACHE_BLOCK_BYTES // max(bytes_per_row, 1))
+    return [slice(start, min(start + rows, length)) for start in range(0, length, rows)]

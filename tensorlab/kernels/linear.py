@@ -1,0 +1,47 @@
+"""Linear's formulas (linear_forward and linear_backward in tensorlab/ops/linear.py), fast on the CPU.
+
+Each large matrix product is cut by rows into ROW_PARTS parts, spread over tensorlab.threads, each
+part one OpenBLAS call on one thread (tensorlab/threads.py explains why OpenBLAS keeps one thread
+of its own); the bias is added in place.
+"""
+
+import numpy as np
+
+from tensorlab import threads
+
+# A product smaller than this many multiply-adds runs whole: splitting it costs more than it saves.
+_MIN_SPLIT_WORK = 1 << 20
+# A larger one is cut into this many parts of rows whatever the thread count (enough to keep 16 threads busy).
+ROW_PARTS = 16
+
+
+def linear_forward(x, weight, bias=None):
+    """y = x W^T + b for x (N, IN), as the formula gives it."""
+    y = matmul(x, weight.T)  # (N, OUT)
+    if bias is not None:
+        y += bias
+    return y
+
+
+def linear_backward(gy, x, weight):
+    """gx = gy W, gW = gy^T x, gb = the sum over rows of gy, as the formula gives them."""
+    return matmul(gy, weight), matmul(gy.T, x), gy.sum(axis=0)
+
+
+def row_parts(length):
+    """range(length) cut into ROW_PARTS slices (fewer when rows are few): fixed by the length, not the threads."""
+    parts = min(ROW_PARTS, length) or 1
+    edges = [length * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def matmul(a, b):
+    """a @ b for a 2-D (N, K) and b (K, M), the rows of a in row_parts over the threads (one OpenBLAS thread each).
+
+    A large product is cut the same way with or without a pool, so its bits never depend on the thread count.
+    """
+    if a.shape[0] * a.shape[1] * b.shape[1] < _MIN_SPLIT_WORK:
+        return a @ b
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
+    threads.for_each_block(lambda rows: np.matmul(a[rows], b, out=out[rows]), row_parts(a.shape[0]))
+    return out

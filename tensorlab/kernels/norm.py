@@ -1,0 +1,54 @@
+"""RMSNorm's formulas (rms_norm_forward and rms_norm_backward in tensorlab/ops/norm.py), fast on the CPU.
+
+Both work on x flattened to rows (N, C), a block of rows at a time: each block stays in cache across
+the passes, and the blocks are spread over tensorlab.threads. The row means of a product come from
+one einsum each, without the (rows, C) product as a temporary; the backward's weight gradient is
+summed per block and the per-block sums added at the end, in block order.
+"""
+
+import numpy as np
+
+from tensorlab import kernels, threads
+
+
+def rms_norm_forward(x, weight, eps):
+    """y, xhat, r as the formula gives them: r = (mean(x^2) + eps)^(-1/2), xhat = x r, y = xhat w."""
+    x_rows = x.reshape(-1, x.shape[-1])  # (N, C)
+    r = np.empty((x_rows.shape[0], 1), x.dtype)
+    xhat, y = np.empty_like(x_rows), np.empty_like(x_rows)
+
+    def rows(b):
+        r[b] = 1 / (_row_mean_of_product(x_rows[b], x_rows[b]) + eps) ** 0.5
+        np.multiply(x_rows[b], r[b], out=xhat[b])
+        np.multiply(xhat[b], weight, out=y[b])
+
+    threads.for_each_block(rows, _row_blocks(x_rows))
+    return y.reshape(x.shape), xhat.reshape(x.shape), r.reshape(x.shape[:-1] + (1,))
+
+
+def rms_norm_backward(gy, xhat, r, weight):
+    """gx = r (g - xhat mean(g xhat)) with g = gy w, and gw = the sum over rows of gy xhat."""
+    gy_rows, xhat_rows, r_rows = gy.reshape(-1, gy.shape[-1]), xhat.reshape(-1, gy.shape[-1]), r.reshape(-1, 1)
+    gx = np.empty_like(gy_rows)
+    blocks = _row_blocks(gy_rows)
+    gw_parts = np.empty((len(blocks), gy_rows.shape[1]), gy.dtype)  # one partial sum per block
+
+    def rows(i):
+        b = blocks[i]
+        g = gy_rows[b] * weight
+        gx[b] = g - xhat_rows[b] * _row_mean_of_product(g, xhat_rows[b])
+        gx[b] *= r_rows[b]
+        gw_parts[i] = np.einsum("ni,ni->i", gy_rows[b], xhat_rows[b])
+
+    threads.for_each_block(rows, list(range(len(blocks))))
+    return gx.reshape(gy.shape), gw_parts.sum(axis=0)
+
+
+def _row_mean_of_product(a, b):
+    """mean over the last axis of a * b, kept as a size-1 axis (einsum: no (rows, C) temporary)."""
+    return np.einsum("...i,...i->...", a, b)[..., None] / a.shape[-1]
+
+
+def _row_blocks(rows):
+    """Blocks of rows of a 2-D array, about 4 arrays of each block fitting in cache together."""
+    return kernels.cache_blocks(rows.shape[0], 4 * rows.shape[1] * rows.itemsize)

@@ -1,0 +1,203 @@
+"""Each kernel of tensorlab/kernels/ computes its op's formula, the plain NumPy in tensorlab/ops/.
+
+Every pair (kernel, formula) gets random inputs of several shapes, each cut into one block, into
+several, and with a ragged last block (CACHE_BLOCK_BYTES at its real size, then made small so that
+small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows),
+on one thread and on two. The outputs must agree:
+
+- bitwise where the kernel does the formula's arithmetic in the formula's order: cross-entropy's
+  softmax and logsumexp, Linear's bias gradient;
+- elsewhere the kernel reorders the arithmetic (RMSNorm: an einsum for each mean; attention: q scaled
+  before the product, a reciprocal and a multiply for the division; Linear: products cut by rows;
+  GELU: erf approximated in float32), and |kernel - formula| <= TOLERANCE * (|formula| + max|formula|)
+  elementwise, with TOLERANCE near what is achieved (the largest achieved is in the comment).
+
+The kernels keep the formulas' dtypes and shapes too. Planted below: a kernel that skips its ragged
+last block, and RMSNorm's kernel run without eps (a relative change of about 5e-6), both caught.
+"""
+
+import numpy as np
+import pytest
+
+from tensorlab import kernels, threads
+from tensorlab.kernels import attention as fast_attention
+from tensorlab.kernels import cross_entropy as fast_cross_entropy
+from tensorlab.kernels import gelu as fast_gelu
+from tensorlab.kernels import linear as fast_linear
+from tensorlab.kernels import norm as fast_norm
+from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm
+
+pytest.importorskip("threadpoolctl", reason="use_threads needs threadpoolctl (the train extra)")
+
+SMALL_BLOCK_BYTES = 16384  # RMSNorm's (2, 37, 64) float32: 4 blocks of 16 rows and one of 10
+
+
+def _rms_norm(rng, dtype, shape):
+    x, gy = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[-1]).astype(dtype)
+    kernel, formula = fast_norm.rms_norm_forward(x, w, 1e-5), norm.rms_norm_forward(x, w, 1e-5)
+    kernel += fast_norm.rms_norm_backward(gy, *kernel[1:], w)
+    formula += norm.rms_norm_backward(gy, *formula[1:], w)
+    return ["y", "xhat", "r", "gx", "gw"], kernel, formula
+
+
+def _attention(rng, dtype, shape, dropout):
+    q, k, v, gy = (rng.standard_normal(shape).astype(dtype) for _ in range(4))
+    B, H, T, _ = shape
+    bias = attention.causal_bias(T, dtype, "cpu")
+    mask = ((rng.random((B, H, T, T)) >= 0.25) / 0.75).astype(dtype) if dropout else None
+    kernel = fast_attention.causal_attention_forward(q, k, v, bias, mask)
+    formula = attention.causal_attention_forward(q, k, v, bias, mask)
+    kernel += fast_attention.causal_attention_backward(gy, q, k, v, kernel[1], mask)
+    formula += attention.causal_attention_backward(gy, q, k, v, formula[1], mask)
+    return ["y", "P", "gq", "gk", "gv"], kernel, formula
+
+
+def _cross_entropy(rng, dtype, shape):
+    x = (rng.standard_normal(shape) * 5).astype(dtype)
+    x[0] += 1e4  # a row that overflows exp without the max shift
+    names = ["softmax", "logsumexp"]
+    return names, fast_cross_entropy.softmax_and_logsumexp(x), cross_entropy.softmax_and_logsumexp(x)
+
+
+def _linear(rng, dtype, shape, bias):
+    n, n_in, n_out = shape
+    x, w = rng.standard_normal((n, n_in)).astype(dtype), rng.standard_normal((n_out, n_in)).astype(dtype)
+    b, gy = rng.standard_normal(n_out).astype(dtype) if bias else None, rng.standard_normal((n, n_out)).astype(dtype)
+    kernel = (fast_linear.linear_forward(x, w, b),) + fast_linear.linear_backward(gy, x, w)
+    formula = (linear.linear_forward(x, w, b),) + linear.linear_backward(gy, x, w)
+    return ["y", "gx", "gw", "gb"], kernel, formula
+
+
+def _gelu(rng, dtype, shape):
+    x = np.array(rng.standard_normal(shape) * 3)  # an array even for shape (): reshape below gives a view
+    x.reshape(-1)[:8] = [0, -10, 10, -5, 5, 1e-8, -1e-8, -0.7][: x.size]  # the flat tails, the kink's neighbourhood
+    x = np.asarray(x, dtype=dtype)
+    return ["y", "slope"], fast_gelu.gelu_and_slope(x), elementwise.gelu_and_slope(x)
+
+
+# name -> (pairs, shapes, {dtype: TOLERANCE}, outputs that are bitwise the formula's)
+KERNELS = {
+    # achieved (the worst of 20 seeds, on 1 and 2 threads, real and small blocks): 2.4e-7 (float32), 5.1e-16 (float64)
+    "rms_norm": (_rms_norm, [(1, 8), (3, 5, 16), (2, 37, 64)], {np.float32: 4e-7, np.float64: 1e-15}, set()),
+    # achieved 2.1e-7, 6.1e-16 (with and without dropout's mask)
+    "causal_attention": (
+        lambda rng, dtype, shape: _attention(rng, dtype, shape, dropout=False),
+        [(1, 1, 1, 1), (3, 2, 5, 4), (7, 2, 16, 8)],
+        {np.float32: 4e-7, np.float64: 1e-15},
+        set(),
+    ),
+    "causal_attention with dropout": (
+        lambda rng, dtype, shape: _attention(rng, dtype, shape, dropout=True),
+        [(3, 2, 5, 4), (7, 2, 16, 8)],
+        {np.float32: 4e-7, np.float64: 1e-15},
+        set(),
+    ),
+    "cross_entropy": (_cross_entropy, [(1, 3), (37, 50), (300, 11)], {np.float32: 0, np.float64: 0}, set()),
+    # achieved 5.9e-7, 4.9e-16 (products cut into row parts)
+    "linear": (
+        lambda rng, dtype, shape: _linear(rng, dtype, shape, bias=True),
+        [(5, 3, 4), (300, 64, 96)],
+        {np.float32: 1e-6, np.float64: 1e-15},
+        {"gb"},
+    ),
+    "linear without bias": (
+        lambda rng, dtype, shape: _linear(rng, dtype, shape, bias=False),
+        [(300, 64, 96)],
+        {np.float32: 1e-6, np.float64: 1e-15},
+        {"gb"},
+    ),
+    # achieved 1.9e-7 (float32 only: the formula's erf is exact, the kernel's Abramowitz & Stegun; its error,
+    # about 3e-8 in Phi, is large relative to Phi far out in the negative tail, small against the array's scale)
+    "gelu": (_gelu, [(), (7,), (3334, 6)], {np.float32: 4e-7}, set()),
+}
+CASES = [
+    pytest.param(name, dtype, shape, id=f"{name}-{np.dtype(dtype).name}-{'x'.join(map(str, shape)) or '0d'}")
+    for name, (_, shapes, tolerances, _) in KERNELS.items()
+    for dtype in tolerances
+    for shape in shapes
+]
+
+
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def pool(request):
+    threads.use_threads(request.param)
+    yield request.param
+    threads.use_threads(1)
+
+
+@pytest.fixture(params=[kernels.CACHE_BLOCK_BYTES, SMALL_BLOCK_BYTES], ids=["real-blocks", "small-blocks"])
+def block_bytes(request, monkeypatch):
+    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", request.param)
+    return request.param
+
+
+def check_kernel(name, dtype, shape, seed=0):
+    """Raise AssertionError unless the kernel `name` gives its formula's outputs on fresh random inputs."""
+    pairs, _, tolerances, bitwise = KERNELS[name]
+    names, kernel, formula = pairs(np.random.default_rng([seed, *shape]), dtype, shape)
+    assert len(kernel) == len(formula) == len(names)
+    for output, k, f in zip(names, kernel, formula):
+        k, f = np.asarray(k), np.asarray(f)
+        where = f"{name} {np.dtype(dtype).name} {shape}: {output}"
+        assert (k.shape, k.dtype) == (f.shape, f.dtype), (
+            f"{where}: kernel {k.shape} {k.dtype}, formula {f.shape} {f.dtype}"
+        )
+        if output in bitwise or tolerances[dtype] == 0:
+            np.testing.assert_array_equal(k, f, err_msg=f"{where} is not bitwise the formula's")
+            continue
+        worst = float(_relative_difference(k, f).max(initial=0))
+        assert worst <= tolerances[dtype], f"{where}: off by {worst:.3g} (tolerance {tolerances[dtype]})"
+
+
+def _relative_difference(k, f):
+    """|k - f| / (|f| + max|f|) elementwise, 0 where they are equal (infinities included)."""
+    k, f = k.astype(np.float64), f.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k == f, 0.0, np.abs(k - f) / (np.abs(f) + np.abs(f).max(initial=0)))
+
+
+@pytest.mark.parametrize("name, dtype, shape", CASES)
+def test_the_kernel_computes_its_ops_formula(name, dtype, shape, pool, block_bytes):
+    check_kernel(name, dtype, shape)
+
+
+def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(monkeypatch):
+    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    rows = np.zeros((2 * 37, 64), np.float32)
+    assert [b.stop - b.start for b in fast_norm._row_blocks(rows)] == [16, 16, 16, 16, 10]
+    q = np.zeros((7, 2, 16, 8), np.float32)
+    assert [b.stop - b.start for b in fast_attention._batch_blocks(q)] == [2, 2, 2, 1]
+    assert len(kernels.cache_blocks(3334 * 6, 8 * 4)) == 40  # GELU: 39 blocks of 512 elements and one of 36
+    assert {b.stop - b.start for b in fast_linear.row_parts(300)} == {18, 19}
+    assert 300 * 64 * 96 >= fast_linear._MIN_SPLIT_WORK  # so Linear's (300, 64, 96) products are cut
+
+
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("rms_norm", (2, 37, 64)),
+        ("causal_attention", (7, 2, 16, 8)),
+        ("cross_entropy", (37, 50)),
+        ("gelu", (3334, 6)),
+        ("linear", (300, 64, 96)),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the skipped rows hold whatever np.empty left there
+def test_a_kernel_that_skips_its_ragged_last_block_is_caught(name, shape, monkeypatch):
+    """Planted: the blocks and row parts without their last (the shorter one), as an off-by-one would drop it."""
+    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    cache_blocks, row_parts = kernels.cache_blocks, fast_linear.row_parts
+    monkeypatch.setattr(kernels, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
+    monkeypatch.setattr(fast_linear, "row_parts", lambda length: row_parts(length)[:-1])
+    with pytest.raises(AssertionError):
+        check_kernel(name, np.float32, shape, seed=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rms_norm_s_kernel_without_eps_is_caught(dtype, monkeypatch):
+    """Planted: the kernel run with eps = 0 against the formula's 1e-5, a change of about 5e-6 relative."""
+    kernel = fast_norm.rms_norm_forward
+    monkeypatch.setattr(fast_norm, "rms_norm_forward", lambda x, weight, eps: kernel(x, weight, 0.0))
+    with pytest.raises(AssertionError, match="rms_norm .*: y: off by"):
+        check_kernel("rms_norm", dtype, (2, 37, 64))
