@@ -60,7 +60,7 @@ def causal_attention_forward(q, k, v, bias, mask=None):
     bias is the additive causal mask (T, T) of causal_bias; mask M is dropout's, or None (M = 1).
     """
     scale = 1 / math.sqrt(q.shape[-1])
-    S = q @ k.swapaxes(-1, -2) * scale + bias  # (B, H, T, T)
+    S = (q * scale) @ k.swapaxes(-1, -2) + bias  # (B, H, T, T); scaling q costs less than scaling S
     e, _ = exp_and_max(S, axis=-1)
     P = e / e.sum(axis=-1, keepdims=True)
     y = (P if mask is None else P * mask) @ v
