@@ -2,8 +2,8 @@
 
 Every op file states its formula as a student would write it: forward and backward in plain NumPy,
 with the derivation in a comment (tensorlab/ops/norm.py's rms_norm_forward, for one). On a NumPy
-array the op calls the kernel of the same name from here instead, which computes the same formula
-faster:
+array the op calls the kernel of the same name from here instead (GELU's only in float32, the
+dtype its approximation of erf is made for), which computes the same formula faster:
 
 - in blocks: an op that makes many passes over a large array makes all of them over one block of
   rows that fits in the CPU cache (cache_blocks) before it moves to the next, instead of streaming
