@@ -1,14 +1,14 @@
 """Each kernel of tensorlab/kernels/ computes its op's formula, the plain NumPy in tensorlab/ops/.
 
-Every pair (kernel, formula) gets random inputs of several shapes, each cut into one block, into
-several, and with a ragged last block (CACHE_BLOCK_BYTES at its real size, then made small so that
+Every pair (kernel, formula) gets random inputs of several shapes, which the blocked kernels cut into
+one block, into several, and with a ragged last block (CACHE_BLOCK_BYTES at its real size, then made small so that
 small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows),
 on one thread and on two. The outputs must agree:
 
 - bitwise where the kernel does the formula's arithmetic in the formula's order: cross-entropy's
-  softmax and logsumexp, Linear's bias gradient;
-- elsewhere the kernel reorders the arithmetic (RMSNorm: an einsum for each mean; attention: q scaled
-  before the product, a reciprocal and a multiply for the division; Linear: products cut by rows;
+  softmax and logsumexp, the bias gradients of Linear and LayerNorm;
+- elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
+  product; attention: a reciprocal and a multiply for the division; Linear: products cut by rows;
   GELU: erf approximated in float32), and |kernel - formula| <= TOLERANCE * (|formula| + max|formula|)
   elementwise, with TOLERANCE near what is achieved (the largest achieved is in the comment).
 
@@ -39,6 +39,15 @@ def _rms_norm(rng, dtype, shape):
     kernel += fast_norm.rms_norm_backward(gy, *kernel[1:], w)
     formula += norm.rms_norm_backward(gy, *formula[1:], w)
     return ["y", "xhat", "r", "gx", "gw"], kernel, formula
+
+
+def _layer_norm(rng, dtype, shape):
+    x, gy = (rng.standard_normal(shape) + 3).astype(dtype), rng.standard_normal(shape).astype(dtype)  # mean 3
+    w, b = rng.standard_normal(shape[-1]).astype(dtype), rng.standard_normal(shape[-1]).astype(dtype)
+    kernel, formula = fast_norm.layer_norm_forward(x, w, b, 1e-5), norm.layer_norm_forward(x, w, b, 1e-5)
+    kernel += fast_norm.layer_norm_backward(gy, *kernel[1:], w)
+    formula += norm.layer_norm_backward(gy, *formula[1:], w)
+    return ["y", "xhat", "r", "gx", "gw", "gb"], kernel, formula
 
 
 def _attention(rng, dtype, shape, dropout):
@@ -80,6 +89,8 @@ def _gelu(rng, dtype, shape):
 KERNELS = {
     # achieved (the worst of 20 seeds, on 1 and 2 threads, real and small blocks): 2.4e-7 (float32), 5.1e-16 (float64)
     "rms_norm": (_rms_norm, [(1, 8), (3, 5, 16), (2, 37, 64)], {np.float32: 4e-7, np.float64: 1e-15}, set()),
+    # achieved 2.3e-7, 3.2e-16
+    "layer_norm": (_layer_norm, [(1, 8), (3, 5, 16), (2, 37, 64)], {np.float32: 4e-7, np.float64: 1e-15}, {"gb"}),
     # achieved 1.6e-7, 4.1e-16 (with and without dropout's mask)
     "causal_attention": (
         lambda rng, dtype, shape: _attention(rng, dtype, shape, dropout=False),

@@ -1,9 +1,10 @@
-"""RMSNorm's formulas (rms_norm_forward and rms_norm_backward in tensorlab/ops/norm.py), fast on the CPU.
+"""The normalisations' formulas (tensorlab/ops/norm.py), fast on the CPU.
 
-Both work on x flattened to rows (N, C), a block of rows at a time: each block stays in cache across
-the passes, and the blocks are spread over tensorlab.threads. The row means of a product come from
-one einsum each, without the (rows, C) product as a temporary; the backward's weight gradient is
-summed per block and the per-block sums added at the end, in block order.
+Every mean of a product over a row, and the weight gradient's sum over rows of a product, comes from
+one einsum, without the (rows, C) product as a temporary. RMSNorm, in the transformer's every block,
+also works on x flattened to rows (N, C) a block of rows at a time: each block stays in cache across
+the passes, and the blocks are spread over tensorlab.threads; its weight gradient is summed per
+block and the per-block sums added at the end, in block order.
 """
 
 import numpy as np
@@ -42,6 +43,23 @@ def rms_norm_backward(gy, xhat, r, weight):
 
     threads.for_each_block(rows, list(range(len(blocks))))
     return gx.reshape(gy.shape), gw_parts.sum(axis=0)
+
+
+def layer_norm_forward(x, weight, bias, eps):
+    """y, xhat, r as the formula gives them: r = (var x + eps)^(-1/2), xhat = (x - mean x) r, y = xhat w + b."""
+    centered = x - x.mean(axis=-1, keepdims=True)
+    r = 1 / (_row_mean_of_product(centered, centered) + eps) ** 0.5
+    xhat = centered * r
+    return xhat * weight + bias, xhat, r
+
+
+def layer_norm_backward(gy, xhat, r, weight):
+    """gx = r (g - mean(g) - xhat mean(g xhat)) with g = gy w, gw = the sum over rows of gy xhat, gb of gy."""
+    g = gy * weight
+    gx = g - g.mean(axis=-1, keepdims=True) - xhat * _row_mean_of_product(g, xhat)
+    gx *= r
+    rows = gy.reshape(-1, gy.shape[-1])
+    return gx, np.einsum("ni,ni->i", rows, xhat.reshape(rows.shape)), rows.sum(axis=0)
 
 
 def _row_mean_of_product(a, b):

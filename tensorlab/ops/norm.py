@@ -4,9 +4,10 @@ Shared notation: x has C features on its last axis, r = 1 / sqrt(s + eps) is the
 scale (s = mean(x^2) for RMSNorm, the variance for LayerNorm), xhat the normalised x,
 and g = gy * w the gradient arriving at xhat.
 
-The formulas are written out below as plain NumPy. On the CPU, RMSNorm runs the same formulas
-from tensorlab/kernels/norm.py: a block of rows at a time, on every core, into buffers allocated
-once; tests/test_kernels.py checks them against the ones here.
+The formulas are written out below as plain NumPy. On the CPU the ops run the same formulas from
+tensorlab/kernels/norm.py: with an einsum for each mean of a product, and for RMSNorm a block of
+rows at a time, on every core, into buffers allocated once; tests/test_kernels.py checks them
+against the ones here.
 """
 
 from tensorlab import backend, kernels
@@ -82,7 +83,7 @@ class RMSNorm(Function):
 
 
 class LayerNorm(Function):
-    """layer_norm_forward and layer_norm_backward, on every device."""
+    """layer_norm_forward and layer_norm_backward; on the CPU their kernels (tensorlab/kernels/norm.py)."""
 
     name = "layer_norm"
 
@@ -91,9 +92,11 @@ class LayerNorm(Function):
 
     def forward(self, x, weight, bias):
         _check_params("layer_norm", x, weight, bias)
-        y, self.xhat, self.r = layer_norm_forward(x, weight, bias, self.eps)
+        forward = fast.layer_norm_forward if kernels.applies_to(x) else layer_norm_forward
+        y, self.xhat, self.r = forward(x, weight, bias, self.eps)
         self.w = weight
         return y
 
     def backward(self, gy):
-        return layer_norm_backward(gy, self.xhat, self.r, self.w)
+        backward = fast.layer_norm_backward if kernels.applies_to(gy) else layer_norm_backward
+        return backward(gy, self.xhat, self.r, self.w)
