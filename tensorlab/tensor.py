@@ -32,23 +32,12 @@ class _GradMode(threading.local):
 
 _grad_mode = _GradMode()
 
-# Callbacks observer(fn, output_grads, input_grads) that backward() calls after each
-# Function's backward, before releasing it; tensorlab.graph.trace adds one. Empty: no cost.
+# The hooks for tools that watch the engine (tensorlab.graph adds and removes its own); empty lists cost nothing.
+# record_observers: callbacks observer(fn) that Function.__call__ calls on each Function that records a graph, once
+# its outputs are linked to it. backward_observers: callbacks observer(fn, output_grads, input_grads) that
+# backward() calls after each Function's backward, before releasing it.
+record_observers = []
 backward_observers = []
-
-
-class _ModuleScope(threading.local):
-    """The Modules whose forward is running in this thread, outermost first; Module.__call__ pushes and pops.
-
-    `modules` holds the Modules, `entries` their (path, class name, call number); each Function that records
-    a graph keeps a copy of `entries` (`.scope`), which is how tensorlab.graph groups ops by module.
-    """
-
-    def __init__(self):
-        self.modules, self.entries = [], []
-
-
-module_scope = _ModuleScope()
 
 
 @contextlib.contextmanager
@@ -186,8 +175,9 @@ class Tensor:
             slots = pending.pop(fn, None)
             if slots is None:  # every consumer returned None for it: no gradient flows here
                 continue
-            output_grads = _fill_missing(fn, slots)
-            _check_saved_unchanged(fn)
+            output_grads = slots if len(slots) == 1 else _fill_missing(fn, slots)  # one output: it got its gradient
+            if version_counter.writes != fn.writes_before:  # something was written in place since fn ran
+                _check_saved_unchanged(fn)
             input_grads = fn.backward(*output_grads)
             if not isinstance(input_grads, tuple):
                 input_grads = (input_grads,)
@@ -196,11 +186,15 @@ class Tensor:
             for tensor, gx in zip(fn.inputs, input_grads):
                 if gx is None or not tensor.requires_grad:
                     continue
-                gx = _check_grad(fn, tensor, gx)
-                if tensor.creator is None or tensor.retains_grad:
+                if gx.shape != tensor.shape or gx.dtype != tensor.dtype:  # checked here: most gradients match
+                    gx = _check_grad(fn, tensor, gx)
+                creator = tensor.creator
+                if creator is None or tensor.retains_grad:
                     _accumulate_into_leaf(tensor, gx)
-                if tensor.creator is not None:
-                    slots = pending.setdefault(tensor.creator, _empty_slots(tensor.creator))
+                if creator is not None:
+                    slots = pending.get(creator)
+                    if slots is None:
+                        pending[creator] = slots = _empty_slots(creator)
                     i = tensor.output_index
                     slots[i] = gx if slots[i] is None else slots[i] + gx
             if not retain_graph:
@@ -420,6 +414,9 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     return Tensor(array, requires_grad=requires_grad)
 
 
+_HOST_ARRAYS = {np.ndarray}  # inputs of only this type are all on the host: no device to check
+
+
 class Function:
     """One op: `forward` on backend arrays, `backward` from output to input gradients.
 
@@ -434,29 +431,37 @@ class Function:
     name = None  # the op's name in tensorlab.functional, for error messages; None: the class name in lower case
 
     def __call__(self, *inputs):
-        op_name = _op_name(self)
-        if self.__dict__.get("_called"):  # its saved state belongs to the first call's graph
+        # Every op of every step comes through here, so the usual case pays only what it needs: inputs that are
+        # Tensors already, NumPy arrays (no device to check), no tool recording. The rest (a Python number to wrap,
+        # a CuPy array, the op's name for an error) is computed only when it comes up.
+        if "_called" in self.__dict__:  # its saved state belongs to the first call's graph
             raise RuntimeError(
-                f"{op_name}: this {type(self).__name__} instance was already called once; a Function keeps "
+                f"{_op_name(self)}: this {type(self).__name__} instance was already called once; a Function keeps "
                 f"what its backward needs on self, so create a new instance for each call "
                 f"({type(self).__name__}(...)(a) + {type(self).__name__}(...)(b), not op(a) + op(b))"
             )
         self._called = True
-        tensors = [_as_tensor(x, inputs) for x in inputs]
-        arrays = [t._data for t in tensors]
-        backend.same_device(op_name, arrays)
+        tensors, arrays, any_requires_grad = [], [], False
+        for x in inputs:  # one loop: three comprehensions would cost three times the overhead
+            t = x if isinstance(x, Tensor) else _as_tensor(x, inputs)
+            tensors.append(t)
+            arrays.append(t._data)
+            any_requires_grad = any_requires_grad or t.requires_grad
+        if set(map(type, arrays)) != _HOST_ARRAYS:  # a CuPy array (or a NumPy scalar) among them
+            backend.same_device(_op_name(self), arrays)
         outputs = self.forward(*arrays)
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs
-        needs_graph = _grad_mode.enabled and any(t.requires_grad for t in tensors)
+        needs_graph = any_requires_grad and _grad_mode.enabled
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
         if needs_graph:
             self.inputs = tensors
-            self.scope = tuple(module_scope.entries)
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
             self.writes_before = version_counter.writes
             for i, result in enumerate(results):
                 result.creator, result.output_index = self, i
+            for observe in record_observers:
+                observe(self)
         return results[0] if single else tuple(results)
 
     def forward(self, *xs):

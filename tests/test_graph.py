@@ -414,7 +414,8 @@ def four_layer_model():
     config = ModelConfig(vocab_size=50, context_len=16, d_model=32, n_layers=4, n_heads=4, d_ff=64, dropout=0.1)
     model = TinyTransformerLM(config)
     ids = np.random.default_rng(0).integers(0, 50, (2, 8))
-    _, loss = model(ids, ids)
+    with tg.record():
+        _, loss = model(ids, ids)
     return model, tg.capture(loss, names=dict(model.named_parameters()))
 
 
@@ -424,7 +425,7 @@ def svg_size(svg_text):
 
 
 def test_ops_remember_the_modules_that_made_them():
-    from tensorlab.tensor import module_scope
+    from tensorlab.graph.scopes import module_stack as module_scope
 
     model, g = four_layer_model()
     scopes = {op.label: op.scope for op in reversed(g.ops())}  # the last block's ops win
@@ -438,11 +439,12 @@ def test_ops_remember_the_modules_that_made_them():
     assert [path for path, _, _ in scopes["CrossEntropy"]] == [""]  # made by the model itself
     assert g.module_paths()[:3] == ["tok_emb", "emb_dropout", "blocks.0"]
     assert module_scope.entries == [] and module_scope.modules == []
-    outside = (leaf((2,)) * 2.0).sum()
+    with tg.record():
+        outside = (leaf((2,)) * 2.0).sum()
+        with pytest.raises(ValueError):
+            tl.nn.Linear(3, 2)(leaf((2, 5)))  # a shape error inside forward still pops the scope
+        assert module_scope.entries == [] and module_scope.modules == []
     assert tg.capture(outside).ops()[0].scope == ()
-    with pytest.raises(ValueError):
-        tl.nn.Linear(3, 2)(leaf((2, 5)))  # a shape error inside forward still pops the scope
-    assert module_scope.entries == [] and module_scope.modules == []
 
 
 def test_a_four_layer_model_fits_on_one_screen_at_block_depth():
@@ -493,7 +495,9 @@ def test_a_module_called_twice_is_two_boxes():
         def forward(self, x):
             return self.norm(self.norm(x) * 2.0)
 
-    view = tg.capture(Twice()(leaf((3, 4))).sum()).collapsed(1)
+    with tg.record():
+        out = Twice()(leaf((3, 4))).sum()
+    view = tg.capture(out).collapsed(1)
     first, second = sorted(view.modules(), key=lambda n: -n.depth)  # the first call sits higher
     assert (first.label, second.label) == ("norm (call 1)", "norm (call 2)")
     assert [n.label for n in view.ops()] == ["Sum", "Mul"]  # the * 2.0 between them is the model's own
@@ -615,7 +619,7 @@ def test_module_scopes_are_per_thread():
     import threading
 
     from tensorlab import nn
-    from tensorlab.tensor import module_scope
+    from tensorlab.graph.scopes import module_stack as module_scope
 
     seen = {}
 
@@ -631,6 +635,60 @@ def test_module_scopes_are_per_thread():
             thread.join()
             return x
 
-    Outer()(leaf((1,)))
+    with tg.record():
+        Outer()(leaf((1,)))
     assert seen["other thread, before"] == []  # Outer's forward, running in this thread, is not there
     assert [path for path, _, _ in seen["scope"]] == [""]  # the Linear alone, outermost in its thread
+
+
+class TwoBlocks(tl.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = tl.nn.ModuleList([tl.nn.Linear(3, 3), tl.nn.Linear(3, 3)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x).tanh()
+        return x.sum()
+
+
+def test_outside_record_modules_note_nothing_and_ops_keep_no_scope(monkeypatch):
+    """The viewer pays only while recording: outside tg.record() a module call is its forward alone (no name
+    path computed) and an op keeps no copy of the module stack."""
+    from tensorlab.graph import scopes
+    from tensorlab.nn.module import call_hooks
+    from tensorlab.tensor import record_observers, topological_order
+
+    def no_path(module):
+        raise AssertionError(f"a name path was computed for {type(module).__name__}")
+
+    monkeypatch.setattr(scopes, "_path", no_path)
+    model, x = TwoBlocks(), leaf((2, 3))
+    loss = model(x)
+    assert call_hooks == [] and record_observers == []
+    fns = topological_order(loss.creator)
+    assert len(fns) == 7 and not any(hasattr(fn, "scope") for fn in fns)
+    assert {op.scope for op in tg.capture(loss).ops()} == {()}
+    with pytest.raises(AssertionError, match="a name path was computed for TwoBlocks"), tg.record():
+        model(x)  # inside, each call computes its path
+    assert call_hooks == [] and record_observers == []  # the error left record() and took its hooks away
+
+
+def test_record_blocks_nest_and_the_hooks_leave_with_the_outermost():
+    from tensorlab.nn.module import call_hooks
+    from tensorlab.tensor import record_observers
+
+    model, x = TwoBlocks(), leaf((2, 3))
+    with tg.record():
+        with tg.record():
+            inner = model(x)
+        assert len(call_hooks) == len(record_observers) == 1  # installed once, still there
+        after_inner = model(x)
+    outside = model(x)
+    assert call_hooks == [] and record_observers == []
+    for loss in (inner, after_inner):
+        tanh = [op for op in tg.capture(loss).ops() if op.label == "Tanh"]
+        assert sorted(p for p, _, _ in (op.scope[-1] for op in tanh)) == ["", ""]  # the model's own ops
+        linear = [op for op in tg.capture(loss).ops() if op.label == "Linear"]
+        assert sorted(op.scope[-1][0] for op in linear) == ["blocks.0", "blocks.1"]
+    assert {op.scope for op in tg.capture(outside).ops()} == {()}

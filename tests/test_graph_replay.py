@@ -87,7 +87,8 @@ def model_run(pos_encoding="rope", n_layers=1):
     )
     model = TinyTransformerLM(config)
     ids = np.random.default_rng(0).integers(0, 50, (2, 8))
-    _, loss = model(ids, ids)
+    with tg.record():  # the ops remember their modules: the page draws a box per module call
+        _, loss = model(ids, ids)
     names = dict(model.named_parameters())
     graph = tg.capture(loss, names=names)
     with walk_and_trace(names) as (walk, trace):

@@ -5,7 +5,8 @@ snapshot first, then run backward, then draw: the parameters' gradient norms app
 
     import tensorlab.graph as tg
 
-    logits = model(x)
+    with tg.record():                    # optional: ops remember their modules
+        logits = model(x)
     loss = F.cross_entropy(logits, y)
     g = tg.capture(loss, names=dict(model.named_parameters()))   # before backward
     with tg.trace() as t:                                         # optional: watch backward
@@ -19,8 +20,8 @@ snapshot first, then run backward, then draw: the parameters' gradient norms app
     g.render("graph.dot")                # Graphviz text; .png/.pdf need Graphviz's `dot`
     g.render("graph.svg", depth=1)       # each module the model calls as one box
 
-Ops made inside a Module's forward remember its name path ("blocks.1.attn"): the HTML
-page of a model opens with one box per block and a click on a box opens it, and
+Ops made inside `tg.record()` remember the name paths of the Modules running ("blocks.1.attn"):
+the HTML page of a model opens with one box per block and a click on a box opens it, and
 `depth=` draws an SVG or DOT with the modules below that depth collapsed (groups.py).
 
 `render(loss, "graph.svg")` captures and draws in one call (before backward, or
@@ -32,11 +33,12 @@ dict(model.named_parameters())) or (name, tensor) pairs; a tensor with a string
 """
 
 from tensorlab.graph.dot import GraphvizNotFoundError
+from tensorlab.graph.scopes import record
 from tensorlab.graph.snapshot import Edge, Node
 from tensorlab.graph.tracer import Trace, trace
 from tensorlab.graph.view import Graph, capture
 
-__all__ = ["capture", "render", "trace", "Graph", "Node", "Edge", "Trace", "GraphvizNotFoundError"]
+__all__ = ["capture", "record", "render", "trace", "Graph", "Node", "Edge", "Trace", "GraphvizNotFoundError"]
 
 
 def render(outputs, path, names=None, trace=None, depth=None):

@@ -1,12 +1,13 @@
 """Collapse the ops each module made into one box: a view of a big graph that fits on a screen.
 
-Every op remembers the modules whose forward was running when it was made (`Node.scope`,
-recorded by Module.__call__): for an op in the second block's attention of a language
+An op made inside `record()` remembers the modules whose forward was running when it was made
+(`Node.scope`, see scopes.py): for an op in the second block's attention of a language
 model, `blocks.1` (level 1, a child of the model) then `blocks.1.attn` (level 2). At
 `depth=1` each level-1 module call becomes one box: its ops, the tensors that only flow
 between them, and the parameters only they use disappear into it. At `depth=2` the level-1
 modules are open and their children are boxes; `expanded` opens chosen modules (by path)
-whatever the depth, which is how the HTML view expands a box when it is clicked.
+whatever the depth, which is how the HTML view expands a box when it is clicked. Ops made
+outside `record()` belong to no module and are always drawn.
 
 In a collapsed view the intermediate tensors become plain arrows (their shape shows on
 hover, a named tensor such as q, k or v labels its arrow; each arrow keeps its tensor's node,

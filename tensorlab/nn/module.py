@@ -5,15 +5,16 @@ Assigning a Parameter or a Module to an attribute registers it, so
 ("blocks.0.attn.qkv.weight"), the same names a PyTorch twin of the model uses.
 """
 
-import itertools
+import contextlib
 
 import numpy as np
 
 from tensorlab import backend
 from tensorlab.nn.parameter import Parameter
-from tensorlab.tensor import module_scope
 
-_calls = itertools.count()  # numbers each call, so two calls of one module are two boxes in the graph
+# Context managers hook(module) that Module.__call__ enters around each forward, for tools that watch module calls
+# (tensorlab.graph.record() adds one while it records); empty, a call is just forward.
+call_hooks = []
 
 
 class Module:
@@ -38,23 +39,12 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        module_scope.entries.append((self._path(), type(self).__name__, next(_calls)))  # tensorlab.graph groups by it
-        module_scope.modules.append(self)
-        try:
+        if not call_hooks:
             return self.forward(*args, **kwargs)
-        finally:
-            module_scope.modules.pop()
-            module_scope.entries.pop()
-
-    def _path(self):
-        """This module's name path below the outermost module running ("blocks.0.attn"); "" for that one."""
-        if not module_scope.modules:
-            return ""
-        parent_path, parent = module_scope.entries[-1][0], module_scope.modules[-1]
-        name = next((n for n, m in parent._modules.items() if m is self), None)  # most calls: a child
-        if name is None:  # deeper, as a block inside a ModuleList, or not registered at all
-            name = next((path for path, m in parent.named_modules() if m is self), type(self).__name__)
-        return f"{parent_path}.{name}" if parent_path else name
+        with contextlib.ExitStack() as hooks:
+            for hook in call_hooks:
+                hooks.enter_context(hook(self))
+            return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
