@@ -196,11 +196,12 @@ class WorkerDied(RuntimeError):
 class Worker:
     """One framework's process and the pipe to it; every answer is awaited with a timeout."""
 
-    def __init__(self, framework, args, *worker_args):
+    def __init__(self, framework, args, *worker_args, target=worker):
+        """Start target(framework, *worker_args, pipe) in its own process (bench/engines.py brings its own)."""
         self.framework, self.timeout = framework, args.timeout
         self.conn, child_end = mp.Pipe()
         self.process = mp.get_context("spawn").Process(
-            target=worker, args=(framework, *worker_args, child_end), daemon=True
+            target=target, args=(framework, *worker_args, child_end), daemon=True
         )
         self.process.start()
         child_end.close()  # so a dead worker shows as EOF here

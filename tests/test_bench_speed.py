@@ -64,6 +64,7 @@ BENCH_PROBES = {
     "quality": (["configs/seed_000.json", "--data", "tests/data/small_corpus.txt"], 2, "scores the ordered split only"),
     "profile_step": (["--help"], 0, "usage: profile_step.py"),
     "version_counter": (["--help"], 0, "usage: version_counter.py"),
+    "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
 }
 
 
