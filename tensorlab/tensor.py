@@ -186,7 +186,8 @@ class Tensor:
             for tensor, gx in zip(fn.inputs, input_grads):
                 if gx is None or not tensor.requires_grad:
                     continue
-                if gx.shape != tensor.shape or gx.dtype != tensor.dtype:  # checked here: most gradients match
+                data = tensor._data
+                if gx.shape != data.shape or gx.dtype != data.dtype:  # checked here: most gradients match
                     gx = _check_grad(fn, tensor, gx)
                 creator = tensor.creator
                 if creator is None or tensor.retains_grad:
@@ -458,8 +459,11 @@ class Function:
             self.inputs = tensors
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
             self.writes_before = version_counter.writes
-            for i, result in enumerate(results):
-                result.creator, result.output_index = self, i
+            if single:  # most ops: one output, its output_index already 0
+                results[0].creator = self
+            else:
+                for i, result in enumerate(results):
+                    result.creator, result.output_index = self, i
             for observe in record_observers:
                 observe(self)
         return results[0] if single else tuple(results)

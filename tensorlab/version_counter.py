@@ -97,15 +97,15 @@ class WatchedArray(np.ndarray):
         super().__setitem__(index, value)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        written = list(out or ()) + ([inputs[0]] if method == "at" else [])
-        for array in written:
+        if method == "at" and isinstance(inputs[0], WatchedArray):  # np.add.at(a, ...) writes into a
+            count_write(inputs[0])
+        if out is None:
+            return getattr(ufunc, method)(*[unwatched(x) for x in inputs], **kwargs)
+        for array in out:  # out= is written: `a -= b` comes here as np.subtract(a, b, out=(a,))
             if isinstance(array, WatchedArray):
                 count_write(array)
-        if out is not None:
-            kwargs["out"] = tuple(unwatched(array) for array in out)
-        result = getattr(ufunc, method)(*map(unwatched, inputs), **kwargs)
-        if out is None:
-            return result
+        kwargs["out"] = tuple([unwatched(array) for array in out])
+        getattr(ufunc, method)(*[unwatched(x) for x in inputs], **kwargs)
         return out[0] if len(out) == 1 else out  # `a += b` must hand back `a` itself
 
     def __array_function__(self, func, types, args, kwargs):
