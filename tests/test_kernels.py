@@ -2,8 +2,8 @@
 
 Every pair (kernel, formula) gets random inputs of several shapes, which the blocked kernels cut into
 one block, into several, and with a ragged last block (CACHE_BLOCK_BYTES at its real size, then made small so that
-small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows),
-on one thread and on two. The outputs must agree:
+small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows, with
+MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 
 - bitwise where the kernel does the formula's arithmetic in the formula's order: cross-entropy's
   softmax and logsumexp, the bias gradients of Linear and LayerNorm;
@@ -19,6 +19,8 @@ last block, and RMSNorm's kernel run without eps (a relative change of about 5e-
 import numpy as np
 import pytest
 
+import tensorlab as tl
+import tensorlab.functional as F
 from tensorlab import kernels, threads
 from tensorlab.kernels import attention as fast_attention
 from tensorlab.kernels import cross_entropy as fast_cross_entropy
@@ -30,6 +32,12 @@ from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm
 pytest.importorskip("threadpoolctl", reason="use_threads needs threadpoolctl (the train extra)")
 
 SMALL_BLOCK_BYTES = 16384  # RMSNorm's (2, 37, 64) float32: 4 blocks of 16 rows and one of 10
+SMALL_PART_ROWS = 16  # with the small blocks, Linear's 300 rows in 16 parts of 18 or 19
+
+
+def _small_blocks(monkeypatch):
+    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", SMALL_PART_ROWS)
 
 
 def _rms_norm(rng, dtype, shape):
@@ -139,7 +147,8 @@ def pool(request):
 
 @pytest.fixture(params=[kernels.CACHE_BLOCK_BYTES, SMALL_BLOCK_BYTES], ids=["real-blocks", "small-blocks"])
 def block_bytes(request, monkeypatch):
-    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", request.param)
+    if request.param == SMALL_BLOCK_BYTES:
+        _small_blocks(monkeypatch)
     return request.param
 
 
@@ -174,7 +183,7 @@ def test_the_kernel_computes_its_ops_formula(name, dtype, shape, pool, block_byt
 
 
 def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(monkeypatch):
-    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    _small_blocks(monkeypatch)
     rows = np.zeros((2 * 37, 64), np.float32)
     assert [b.stop - b.start for b in fast_norm._row_blocks(rows)] == [16, 16, 16, 16, 10]
     q = np.zeros((7, 2, 16, 8), np.float32)
@@ -197,7 +206,7 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the skipped rows hold whatever np.empty left there
 def test_a_kernel_that_skips_its_ragged_last_block_is_caught(name, shape, monkeypatch):
     """Planted: the blocks and row parts without their last (the shorter one), as an off-by-one would drop it."""
-    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    _small_blocks(monkeypatch)
     cache_blocks, row_parts = kernels.cache_blocks, fast_linear.row_parts
     monkeypatch.setattr(kernels, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
     monkeypatch.setattr(fast_linear, "row_parts", lambda length: row_parts(length)[:-1])
@@ -212,3 +221,31 @@ def test_rms_norm_s_kernel_without_eps_is_caught(dtype, monkeypatch):
     monkeypatch.setattr(fast_norm, "rms_norm_forward", lambda x, weight, eps: kernel(x, weight, 0.0))
     with pytest.raises(AssertionError, match="rms_norm .*: y: off by"):
         check_kernel("rms_norm", dtype, (2, 37, 64))
+
+
+def test_linear_s_row_parts_are_thick_and_fixed_by_the_rows_alone():
+    """Each part repacks the whole weight: at least MIN_PART_ROWS rows each, at most ROW_PARTS parts."""
+    assert [p.stop - p.start for p in fast_linear.row_parts(256)] == [128, 128]  # an MLP's batch: 2 parts
+    assert len(fast_linear.row_parts(127)) == 1 and len(fast_linear.row_parts(64 * 64)) == fast_linear.ROW_PARTS
+
+
+@pytest.mark.parametrize("backward", [fast_linear.linear_backward, linear.linear_backward], ids=["kernel", "formula"])
+def test_linear_backward_skips_the_input_gradient_only_when_asked(backward):
+    rng = np.random.default_rng(3)
+    gy, x, w = rng.standard_normal((300, 96)), rng.standard_normal((300, 64)), rng.standard_normal((96, 64))
+    full, without = backward(gy, x, w), backward(gy, x, w, input_grad=False)
+    assert without[0] is None and full[0].shape == x.shape
+    np.testing.assert_array_equal(without[1], full[1])
+    np.testing.assert_array_equal(without[2], full[2])
+
+
+def test_a_linear_on_data_gives_its_weight_the_same_gradient_and_its_input_none():
+    rng = np.random.default_rng(4)
+    x0, w0 = rng.standard_normal((256, 784)), rng.standard_normal((32, 784))
+    grads = []
+    for x_needs_grad in (True, False):
+        x, w = tl.tensor(x0, requires_grad=x_needs_grad), tl.tensor(w0, requires_grad=True)
+        F.linear(x, w).sum().backward()
+        grads.append(w.grad)
+        assert (x.grad is None) != x_needs_grad
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -20,9 +20,10 @@ def linear_forward(x, weight, bias=None):
     return y if bias is None else y + bias
 
 
-def linear_backward(gy, x, weight):
+def linear_backward(gy, x, weight, input_grad=True):
     # y = x W^T + b  =>  gx = gy W,  gW = gy^T x,  gb = sum over rows of gy
-    return gy @ weight, gy.T @ x, gy.sum(axis=0)
+    # (gx only if input_grad: a first layer's input is data, and its gx is the largest product of the three)
+    return gy @ weight if input_grad else None, gy.T @ x, gy.sum(axis=0)
 
 
 class Linear(Function):
@@ -43,5 +44,6 @@ class Linear(Function):
 
     def backward(self, gy):
         backward = fast.linear_backward if kernels.applies_to(gy) else linear_backward
-        gx, gw, gb = backward(gy.reshape(-1, self.weight.shape[0]), self.x_rows, self.weight)
-        return gx.reshape(self.x_shape), gw, gb
+        input_grad = self.inputs[0].requires_grad
+        gx, gw, gb = backward(gy.reshape(-1, self.weight.shape[0]), self.x_rows, self.weight, input_grad)
+        return gx.reshape(self.x_shape) if input_grad else None, gw, gb
