@@ -38,6 +38,7 @@ SMALL_PART_ROWS = 16  # with the small blocks, Linear's 300 rows in 16 parts of 
 def _small_blocks(monkeypatch):
     monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
     monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", SMALL_PART_ROWS)
+    monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)
 
 
 def _rms_norm(rng, dtype, shape):
@@ -189,7 +190,7 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(
     q = np.zeros((7, 2, 16, 8), np.float32)
     assert [b.stop - b.start for b in fast_attention._batch_blocks(q)] == [2, 2, 2, 1]
     assert len(kernels.cache_blocks(3334 * 6, 8 * 4)) == 40  # GELU: 39 blocks of 512 elements and one of 36
-    assert {b.stop - b.start for b in fast_linear.row_parts(300)} == {18, 19}
+    assert {b.stop - b.start for b in fast_linear.row_parts(300, 300 * 64 * 96)} == {18, 19}
     assert 300 * 64 * 96 >= fast_linear._MIN_SPLIT_WORK  # so Linear's (300, 64, 96) products are cut
 
 
@@ -209,7 +210,7 @@ def test_a_kernel_that_skips_its_ragged_last_block_is_caught(name, shape, monkey
     _small_blocks(monkeypatch)
     cache_blocks, row_parts = kernels.cache_blocks, fast_linear.row_parts
     monkeypatch.setattr(kernels, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
-    monkeypatch.setattr(fast_linear, "row_parts", lambda length: row_parts(length)[:-1])
+    monkeypatch.setattr(fast_linear, "row_parts", lambda *shape: row_parts(*shape)[:-1])
     with pytest.raises(AssertionError):
         check_kernel(name, np.float32, shape, seed=1)
 
@@ -223,10 +224,26 @@ def test_rms_norm_s_kernel_without_eps_is_caught(dtype, monkeypatch):
         check_kernel("rms_norm", dtype, (2, 37, 64))
 
 
-def test_linear_s_row_parts_are_thick_and_fixed_by_the_rows_alone():
-    """Each part repacks the whole weight: at least MIN_PART_ROWS rows each, at most ROW_PARTS parts."""
-    assert [p.stop - p.start for p in fast_linear.row_parts(256)] == [128, 128]  # an MLP's batch: 2 parts
-    assert len(fast_linear.row_parts(127)) == 1 and len(fast_linear.row_parts(64 * 64)) == fast_linear.ROW_PARTS
+def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():
+    """Each part packs its own copy of the other matrix: MIN_PART_ROWS rows and MIN_PART_WORK multiply-adds at
+    least, ROW_PARTS parts at most; the rows of a, or the columns of b when those are more."""
+
+    def sizes(n, k, m):
+        return [p.stop - p.start for p in fast_linear.row_parts(max(n, m), n * k * m)]
+
+    assert sizes(128, 4096, 128) == [64, 64]  # a weight's gradient gy^T x in a transformer
+    assert sizes(256, 784, 1024) == [170, 171, 171, 170, 171, 171]  # an MLP's first layer: 6 parts by work
+    assert sizes(4096, 128, 4096) == [256] * 16 and sizes(100, 100, 100) == [100]
+
+
+def test_linear_s_product_split_by_columns_is_the_whole_product(monkeypatch):
+    monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", 4)
+    monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 300))  # more columns: cut by columns
+    parts = fast_linear.row_parts(300, 96 * 64 * 300)
+    assert len(parts) == fast_linear.ROW_PARTS
+    np.testing.assert_allclose(fast_linear.matmul(a, b), a @ b, rtol=1e-15, atol=1e-13)
 
 
 @pytest.mark.parametrize("backward", [fast_linear.linear_backward, linear.linear_backward], ids=["kernel", "formula"])
