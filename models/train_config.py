@@ -106,7 +106,7 @@ class TrainConfig:
     device: str = _setting("cpu", "where to train")
     max_steps: int = _setting(0, "stop after this many steps (0: no step limit)")
     max_minutes: float = _setting(10.0, "stop after this many minutes of training (0: no time limit)")
-    eval_interval: int = _setting(100, "evaluate, log and checkpoint every this many steps")
+    eval_interval: int = _setting(100, "evaluate on validation data and checkpoint every this many steps")
     log_interval: int = _setting(2, "log the mean training loss of every this many steps (and before each evaluation)")
     checkpoint_interval: int = _setting(0, "also save the latest checkpoint every this many steps (0: at evaluations)")
     eval_batches: int = _setting(0, "validation batches per evaluation, spread evenly (0: all of them)")

@@ -1,6 +1,6 @@
 """Linear's formulas (linear_forward and linear_backward in tensorlab/ops/linear.py), fast on the CPU.
 
-Each large matrix product is cut by rows into ROW_PARTS parts, spread over tensorlab.threads, each
+Each large matrix product is cut by rows (or columns) into up to ROW_PARTS parts, spread over tensorlab.threads, each
 part one OpenBLAS call on one thread (tensorlab/threads.py explains why OpenBLAS keeps one thread
 of its own); the bias is added in place.
 """
