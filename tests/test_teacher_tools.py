@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -409,3 +410,23 @@ def test_a_pipe_in_a_diagnosis_stays_inside_its_markdown_cell():
     line = grade.markdown([row], "fix").splitlines()[4]
     cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
     assert cells == ["alice", "mul", "no", "|yours - reference| > 1e-12 (|a| + 1)", "123456"]
+
+
+def test_a_reader_that_stops_early_ends_the_check_quietly(tmp_path):
+    """`check ... | head -1`: the pipe's reader is gone before the check writes; no traceback, exit 141."""
+    stub = tmp_path / "softmax.py"
+    assert run_main("stub", "softmax", str(stub))[0] == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tensorlab.exercises", "check", "softmax", str(stub)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import difflib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -160,4 +161,8 @@ RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        sys.exit(141)  # 128 + SIGPIPE: what a shell reports for a tool its pipe's reader stopped
