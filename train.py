@@ -617,6 +617,9 @@ def main(argv=None, on_step=None):
     except NonFiniteError as err:
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # the reader of the output went away (`... | head`): stop quietly, as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 141  # 128 + SIGPIPE: what a shell reports for a tool its pipe's reader stopped
     except OSError as err:  # a full disk (ENOSPC), a read-only (EROFS) or forbidden (EACCES) place, ...
         what = f"{err.filename or 'a file'}: {err.strerror or err}"
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):

@@ -295,3 +295,25 @@ def test_a_diverging_run_stops_at_once_and_keeps_finite_checkpoints(corpus, tmp_
 
 def test_perplexity_of_a_huge_loss_is_inf():
     assert perplexity(1000.0) == math.inf and perplexity(2.0) == pytest.approx(math.exp(2.0), rel=1e-15)
+
+
+def test_generate_into_a_pipe_whose_reader_stopped_ends_quietly(run_dir):
+    """`train.py generate RUN | head -1`: no 'cannot use a file: Broken pipe', no traceback; exit 141."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "train.py", "generate", str(run_dir), "--prompt", "ROMEO:", "--max-new-tokens", "20"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]
