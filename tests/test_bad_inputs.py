@@ -8,11 +8,13 @@ import json
 import math
 import pickle
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tools import run_into_a_closed_pipe
 
 import tensorlab
 import train
@@ -299,21 +301,6 @@ def test_perplexity_of_a_huge_loss_is_inf():
 
 def test_generate_into_a_pipe_whose_reader_stopped_ends_quietly(run_dir):
     """`train.py generate RUN | head -1`: no 'cannot use a file: Broken pipe', no traceback; exit 141."""
-    import os
-    import subprocess
-    import sys
-
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # every write now fails with EPIPE
-    try:
-        done = subprocess.run(
-            [sys.executable, "train.py", "generate", str(run_dir), "--prompt", "ROMEO:", "--max-new-tokens", "20"],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
-    finally:
-        os.close(write_end)
+    argv = [sys.executable, "train.py", "generate", str(run_dir), "--prompt", "ROMEO:", "--max-new-tokens", "20"]
+    done = run_into_a_closed_pipe(argv, cwd=ROOT)
     assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]

@@ -9,7 +9,6 @@ import contextlib
 import csv
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tools import run_into_a_closed_pipe
 
 from tensorlab.exercises import grade, report
 from tensorlab.exercises.__main__ import main
@@ -416,17 +416,5 @@ def test_a_reader_that_stops_early_ends_the_check_quietly(tmp_path):
     """`check ... | head -1`: the pipe's reader is gone before the check writes; no traceback, exit 141."""
     stub = tmp_path / "softmax.py"
     assert run_main("stub", "softmax", str(stub))[0] == 0
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # every write now fails with EPIPE
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tensorlab.exercises", "check", "softmax", str(stub)],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
-    finally:
-        os.close(write_end)
+    done = run_into_a_closed_pipe([sys.executable, "-m", "tensorlab.exercises", "check", "softmax", str(stub)], ROOT)
     assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]

@@ -1,9 +1,12 @@
-"""The command-line tools the tests run, found beside the Python that runs the tests, never on PATH.
+"""The command-line tools the tests run, found beside the Python that runs the tests, never on PATH; and a
+command run into a pipe whose reader has gone (`... | head`).
 
 `venv/bin/python -m pytest` with the venv not activated has its tools in venv/bin, and PATH may hold
 other versions, or none: the interpreter's own folder is the one that pip installed them into.
 """
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,3 +19,13 @@ def installed_tool(name):
     if not path.is_file():
         pytest.fail(f"{name} is not installed beside {sys.executable}: pip install -e '.[test]'")
     return str(path)
+
+
+def run_into_a_closed_pipe(argv, cwd):
+    """Run `argv` with its stdout a pipe whose reader closed before it starts (every write fails with EPIPE)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=cwd)
+    finally:
+        os.close(write_end)
