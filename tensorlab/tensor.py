@@ -378,21 +378,24 @@ class Tensor:
 
     def expand(self, *shape):
         """PyTorch's name for broadcast_to: expand(2, -1, 4) or expand((2, -1, 4)), -1 keeping that size."""
-        return F.broadcast_to(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+        return F.broadcast_to(self, _sizes(shape))
 
     def reshape(self, *shape):
         """Same data, new shape; accepts reshape(2, 3) and reshape((2, 3)) like NumPy."""
-        return F.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+        return F.reshape(self, _sizes(shape))
 
     def transpose(self, *axes):
         """Permute axes; no axes reverses them, like NumPy."""
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return F.transpose(self, tuple(axes) or None)
+        return F.transpose(self, tuple(_sizes(axes)) or None)
 
     @property
     def T(self):
         return F.transpose(self, None)
+
+
+def _sizes(args):
+    """The numbers a method got as reshape(2, 3) or as reshape((2, 3)), as NumPy takes both."""
+    return args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
 
 
 def tensor(data, requires_grad=False, dtype=None, device=None):

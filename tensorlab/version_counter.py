@@ -50,11 +50,10 @@ def count_write(array):
 def changed_saved(fn):
     """An array `fn` kept for its backward whose memory was written since `fn` ran forward; None if none.
 
-    `fn.writes_before` is `writes` when it ran. Only memory that `fn` kept counts: `x + y` keeps nothing,
-    so writing into x after it changes no gradient (PyTorch lets that pass too).
+    `fn.writes_before` is `writes` when it ran; backward asks only when `writes` has moved since, so the
+    usual case costs it one comparison. Only memory that `fn` kept counts: `x + y` keeps nothing, so writing
+    into x after it changes no gradient (PyTorch lets that pass too).
     """
-    if writes == fn.writes_before:  # nothing written anywhere since: the usual case costs one comparison
-        return None
     for array in _kept_arrays(fn):
         if _last_write.get(id(owner(array)), 0) > fn.writes_before:
             return array
