@@ -9,9 +9,7 @@ import numpy as np
 
 from tensorlab import threads
 
-# A product smaller than this many multiply-adds runs whole: splitting it costs more than it saves.
-_MIN_SPLIT_WORK = 1 << 20
-# A larger one is cut into at most this many parts whatever the thread count (enough for 16 threads),
+# A product is cut into at most this many parts whatever the thread count (enough for 16 threads),
 ROW_PARTS = 16
 # each of at least this many rows (or columns) and multiply-adds: every part packs its own copy of the other
 # matrix, so thin parts cost more than they share (an MLP's batch of 256 in 16 parts of 16 rows took 25% longer
@@ -48,12 +46,13 @@ def matmul(a, b):
     Each element's sum over K stays whole in one part, in OpenBLAS's order, and a large product is cut the same
     way with or without a pool, so its bits never depend on the thread count.
     """
-    work = a.shape[0] * a.shape[1] * b.shape[1]
-    if work < _MIN_SPLIT_WORK:
+    by_rows = a.shape[0] >= b.shape[1]
+    parts = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
+    if len(parts) == 1:  # too small to share: one OpenBLAS call, no buffer
         return a @ b
     out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
-    if a.shape[0] >= b.shape[1]:
-        threads.for_each_block(lambda rows: np.matmul(a[rows], b, out=out[rows]), row_parts(a.shape[0], work))
+    if by_rows:
+        threads.for_each_block(lambda rows: np.matmul(a[rows], b, out=out[rows]), parts)
     else:
-        threads.for_each_block(lambda cols: np.matmul(a, b[:, cols], out=out[:, cols]), row_parts(b.shape[1], work))
+        threads.for_each_block(lambda cols: np.matmul(a, b[:, cols], out=out[:, cols]), parts)
     return out
