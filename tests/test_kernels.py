@@ -1,7 +1,7 @@
 """Each kernel of tensorlab/kernels/ computes its op's formula, the plain NumPy in tensorlab/ops/.
 
 Every pair (kernel, formula) gets random inputs of several shapes, which the blocked kernels cut into
-one block, into several, and with a ragged last block (CACHE_BLOCK_BYTES at its real size, then made small so that
+one block and into several of unequal sizes (CACHE_BLOCK_BYTES at its real size, then made small so that
 small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows, with
 MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 
@@ -12,8 +12,8 @@ MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
   GELU: erf approximated in float32), and |kernel - formula| <= TOLERANCE * (|formula| + max|formula|)
   elementwise, with TOLERANCE near what is achieved (the largest achieved is in the comment).
 
-The kernels keep the formulas' dtypes and shapes too. Planted below: a kernel that skips its ragged
-last block, and RMSNorm's kernel run without eps (a relative change of about 5e-6), both caught.
+The kernels keep the formulas' dtypes and shapes too. Planted below: a kernel that skips its last
+block, and RMSNorm's kernel run without eps (a relative change of about 5e-6), both caught.
 """
 
 import numpy as np
@@ -31,7 +31,7 @@ from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm
 
 pytest.importorskip("threadpoolctl", reason="use_threads needs threadpoolctl (the train extra)")
 
-SMALL_BLOCK_BYTES = 16384  # RMSNorm's (2, 37, 64) float32: 4 blocks of 16 rows and one of 10
+SMALL_BLOCK_BYTES = 16384  # RMSNorm's (2, 37, 64) float32: 8 blocks of 9 or 10 rows
 SMALL_PART_ROWS = 16  # with the small blocks, Linear's 300 rows in 16 parts of 18 or 19
 
 
@@ -183,13 +183,13 @@ def test_the_kernel_computes_its_ops_formula(name, dtype, shape, pool, block_byt
     check_kernel(name, dtype, shape)
 
 
-def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(monkeypatch):
+def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(monkeypatch):
     _small_blocks(monkeypatch)
     rows = np.zeros((2 * 37, 64), np.float32)
-    assert [b.stop - b.start for b in fast_norm._row_blocks(rows)] == [16, 16, 16, 16, 10]
+    assert [b.stop - b.start for b in fast_norm._row_blocks(rows)] == [9, 9, 9, 10, 9, 9, 9, 10]
     q = np.zeros((7, 2, 16, 8), np.float32)
-    assert [b.stop - b.start for b in fast_attention._batch_blocks(q)] == [2, 2, 2, 1]
-    assert len(kernels.cache_blocks(3334 * 6, 8 * 4)) == 40  # GELU: 39 blocks of 512 elements and one of 36
+    assert [b.stop - b.start for b in fast_attention._batch_blocks(q)] == [1, 2, 2, 2]
+    assert {b.stop - b.start for b in kernels.cache_blocks(3334 * 6, 8 * 4)} == {312, 313}  # GELU: 64 blocks
     assert {b.stop - b.start for b in fast_linear.row_parts(300, 300 * 64 * 96)} == {18, 19}
     assert len(fast_linear.row_parts(96, 300 * 64 * 96)) > 1  # so Linear's (300, 64, 96) products are cut (gW too)
 
@@ -205,8 +205,8 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_with_a_ragged_last(
     ],
 )
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the skipped rows hold whatever np.empty left there
-def test_a_kernel_that_skips_its_ragged_last_block_is_caught(name, shape, monkeypatch):
-    """Planted: the blocks and row parts without their last (the shorter one), as an off-by-one would drop it."""
+def test_a_kernel_that_skips_its_last_block_is_caught(name, shape, monkeypatch):
+    """Planted: the blocks and row parts without their last, as an off-by-one would drop it."""
     _small_blocks(monkeypatch)
     cache_blocks, row_parts = kernels.cache_blocks, fast_linear.row_parts
     monkeypatch.setattr(kernels, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
@@ -226,14 +226,37 @@ def test_rms_norm_s_kernel_without_eps_is_caught(dtype, monkeypatch):
 
 def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():
     """Each part packs its own copy of the other matrix: MIN_PART_ROWS rows and MIN_PART_WORK multiply-adds at
-    least, ROW_PARTS parts at most; the rows of a, or the columns of b when those are more."""
+    least (a product of half that work still in two), ROW_PARTS parts at most, a power of two of them; the rows
+    of a, or the columns of b when those are more."""
 
     def sizes(n, k, m):
         return [p.stop - p.start for p in fast_linear.row_parts(max(n, m), n * k * m)]
 
     assert sizes(128, 4096, 128) == [64, 64]  # a weight's gradient gy^T x in a transformer
-    assert sizes(256, 784, 1024) == [170, 171, 171, 170, 171, 171]  # an MLP's first layer: 6 parts by work
-    assert sizes(4096, 128, 4096) == [256] * 16 and sizes(100, 100, 100) == [100]
+    assert sizes(4096, 128, 128) == [2048, 2048]  # 2^26 multiply-adds: half of MIN_PART_WORK, cut in two
+    assert sizes(4096, 128, 500) == [2048, 2048]  # 1.95 times MIN_PART_WORK: 2 parts, never 3 or 7
+    assert sizes(4096, 256, 768) == [1024] * 4  # 6 times MIN_PART_WORK: 4 parts
+    assert sizes(256, 784, 1024) == [512, 512]  # an MLP's first layer, cut by columns
+    assert sizes(4096, 1024, 4096) == [256] * 16 and sizes(100, 100, 100) == [100]
+
+
+@pytest.mark.parametrize("threads_", [2, 4, 8, 16])
+def test_the_blocks_of_the_bench_shapes_give_every_thread_an_equal_share(threads_):
+    """At the real CACHE_BLOCK_BYTES: seed_d128's attention (64 batch elements), RMSNorm and GELU of the default
+    config, and the Linear parts of seed_d256 split into a power of two of blocks, so each of 2, 4, 8 or 16
+    threads takes the same number of rows (a block count of 4 with one element in the last left one thread 42
+    of 64 batch elements)."""
+    cuts = [
+        fast_attention._batch_blocks(np.empty((64, 4, 64, 32), np.float32)),
+        fast_norm._row_blocks(np.empty((4096, 192), np.float32)),
+        kernels.cache_blocks(4096 * 768, 8 * 4),
+        fast_linear.row_parts(4096, 4096 * 256 * 768),
+    ]
+    for blocks in cuts:
+        busy = min(threads_, len(blocks))  # fewer blocks than threads: one block each, the rest idle
+        shares = [sum(b.stop - b.start for b in blocks[t::threads_]) for t in range(busy)]
+        assert max(shares) - min(shares) <= -(-len(blocks) // busy), (blocks, shares)  # a row per block at most
+        assert len(blocks) & (len(blocks) - 1) == 0  # a power of two
 
 
 def test_linear_s_product_split_by_columns_is_the_whole_product(monkeypatch):

@@ -2,28 +2,27 @@
 
 Each large matrix product is cut by rows (or columns) into up to ROW_PARTS parts, spread over tensorlab.threads, each
 part one OpenBLAS call on one thread (tensorlab/threads.py explains why OpenBLAS keeps one thread
-of its own); the bias is added in place.
+of its own), which adds its share of the bias in place.
 """
 
 import numpy as np
 
-from tensorlab import threads
+from tensorlab import kernels, threads
 
-# A product is cut into at most this many parts whatever the thread count (enough for 16 threads),
+# A product is cut into at most this many parts whatever the thread count (enough for 16 threads), a power of two
+# of them, so that 2, 4, 8 or 16 threads get equal shares (7 parts on 2 threads made one of them do 4),
 ROW_PARTS = 16
 # each of at least this many rows (or columns) and multiply-adds: every part packs its own copy of the other
-# matrix, so thin parts cost more than they share (an MLP's batch of 256 in 16 parts of 16 rows took 25% longer
-# than in 2 parts of 128), while a weight's gradient (128, 4096) @ (4096, 128) still wants 2 parts of 64 rows.
+# matrix, so thin parts cost more than they share. On 2 threads, the Linear products of the three bench configs
+# took 5-8% less time in 2 parts than in 4 to 16 parts of 2^25 multiply-adds (bench/RESULTS.md), and an MLP's
+# batch of 256 in 16 parts of 16 rows took 25% longer than in 2 parts of 128.
 MIN_PART_ROWS = 64
-MIN_PART_WORK = 1 << 25
+MIN_PART_WORK = 1 << 27
 
 
 def linear_forward(x, weight, bias=None):
     """y = x W^T + b for x (N, IN), as the formula gives it."""
-    y = matmul(x, weight.T)  # (N, OUT)
-    if bias is not None:
-        y += bias
-    return y
+    return matmul(x, weight.T, bias)  # (N, OUT)
 
 
 def linear_backward(gy, x, weight, input_grad=True):
@@ -32,27 +31,36 @@ def linear_backward(gy, x, weight, input_grad=True):
 
 
 def row_parts(length, work):
-    """range(length) cut into up to ROW_PARTS slices, each of MIN_PART_ROWS or more and MIN_PART_WORK
-    multiply-adds or more (of the product's `work`): fixed by the shapes, not the threads."""
-    parts = max(1, min(ROW_PARTS, length // MIN_PART_ROWS, work // MIN_PART_WORK))
+    """range(length) cut into a power of two of equal slices, at most ROW_PARTS, each of MIN_PART_ROWS or more and
+    MIN_PART_WORK multiply-adds or more (of the product's `work`), except that a product of half that work is
+    still cut in two (every machine this runs on has two cores): fixed by the shapes, not the threads."""
+    by_work = max(work // MIN_PART_WORK, 2 if 2 * work >= MIN_PART_WORK else 1)
+    parts = kernels.power_of_two_at_most(min(ROW_PARTS, length // MIN_PART_ROWS, by_work))
     edges = [length * i // parts for i in range(parts + 1)]
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def matmul(a, b):
-    """a @ b for a 2-D (N, K) and b (K, M), cut into row_parts over the threads (one OpenBLAS thread each): the
-    rows of a, or the columns of b when they are more (a weight's gradient gy^T x has few rows and a long K).
+def matmul(a, b, bias=None):
+    """a @ b (+ bias) for a 2-D (N, K) and b (K, M), cut into row_parts over the threads (one OpenBLAS thread
+    each): the rows of a, or the columns of b when they are more (a weight's gradient gy^T x has few rows and a
+    long K). Each part adds its share of the bias while its rows are still in cache.
 
     Each element's sum over K stays whole in one part, in OpenBLAS's order, and a large product is cut the same
     way with or without a pool, so its bits never depend on the thread count.
     """
     by_rows = a.shape[0] >= b.shape[1]
     parts = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
-    if len(parts) == 1:  # too small to share: one OpenBLAS call, no buffer
-        return a @ b
     out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
-    if by_rows:
-        threads.for_each_block(lambda rows: np.matmul(a[rows], b, out=out[rows]), parts)
-    else:
-        threads.for_each_block(lambda cols: np.matmul(a, b[:, cols], out=out[:, cols]), parts)
+
+    def product_rows(rows):
+        np.matmul(a[rows], b, out=out[rows])
+        if bias is not None:
+            out[rows] += bias
+
+    def product_columns(cols):
+        np.matmul(a, b[:, cols], out=out[:, cols])
+        if bias is not None:
+            out[:, cols] += bias[cols]
+
+    threads.for_each_block(product_rows if by_rows else product_columns, parts)
     return out
