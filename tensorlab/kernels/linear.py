@@ -5,6 +5,8 @@ part one OpenBLAS call on one thread (tensorlab/threads.py explains why OpenBLAS
 of its own), which adds its share of the bias in place.
 """
 
+import functools
+
 import numpy as np
 
 from tensorlab import kernels, threads
@@ -26,8 +28,17 @@ def linear_forward(x, weight, bias=None):
 
 
 def linear_backward(gy, x, weight, input_grad=True):
-    """gx = gy W (None unless input_grad), gW = gy^T x, gb = the sum over rows of gy, as the formula gives them."""
-    return matmul(gy, weight) if input_grad else None, matmul(gy.T, x), gy.sum(axis=0)
+    """gx = gy W (None unless input_grad), gW = gy^T x, gb = the sum over rows of gy, as the formula gives them.
+
+    The parts of both products and the bias sum go to the threads as one batch of tasks, so that no thread
+    waits for the others between the products.
+    """
+    gw, gw_parts = product(gy.T, x)
+    gx, gx_parts = product(gy, weight) if input_grad else (None, [])
+    gb = np.empty(gy.shape[1], gy.dtype)
+    tasks = gw_parts + gx_parts + [lambda: gy.sum(axis=0, out=gb)]
+    threads.for_each_block(lambda task: task(), tasks)
+    return gx, gw, gb
 
 
 def row_parts(length, work):
@@ -41,15 +52,21 @@ def row_parts(length, work):
 
 
 def matmul(a, b, bias=None):
-    """a @ b (+ bias) for a 2-D (N, K) and b (K, M), cut into row_parts over the threads (one OpenBLAS thread
-    each): the rows of a, or the columns of b when they are more (a weight's gradient gy^T x has few rows and a
-    long K). Each part adds its share of the bias while its rows are still in cache.
+    """a @ b (+ bias), its parts spread over the threads (product)."""
+    out, parts = product(a, b, bias)
+    threads.for_each_block(lambda part: part(), parts)
+    return out
+
+
+def product(a, b, bias=None):
+    """The buffer for a @ b (+ bias), a 2-D (N, K) and b (K, M), and the tasks that fill it: one per row_parts
+    slice of the rows of a, or of the columns of b when they are more (a weight's gradient gy^T x has few rows and
+    a long K). Each task is one OpenBLAS call on one thread, and adds its share of the bias while it is in cache.
 
     Each element's sum over K stays whole in one part, in OpenBLAS's order, and a large product is cut the same
     way with or without a pool, so its bits never depend on the thread count.
     """
     by_rows = a.shape[0] >= b.shape[1]
-    parts = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
     out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
 
     def product_rows(rows):
@@ -62,5 +79,6 @@ def matmul(a, b, bias=None):
         if bias is not None:
             out[:, cols] += bias[cols]
 
-    threads.for_each_block(product_rows if by_rows else product_columns, parts)
-    return out
+    part = product_rows if by_rows else product_columns
+    slices = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
+    return out, [functools.partial(part, piece) for piece in slices]
