@@ -5,7 +5,7 @@ one block and into several of unequal sizes (CACHE_BLOCK_BYTES at its real size,
 small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows, with
 MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 
-- bitwise where the kernel does the formula's arithmetic in the formula's order: cross-entropy's
+- bitwise where the kernel does the formula's arithmetic in the formula's order: RoPE, cross-entropy's
   softmax and logsumexp, the bias gradients of Linear and LayerNorm;
 - elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
   product; attention: a reciprocal and a multiply for the division; Linear: products cut by rows;
@@ -27,7 +27,8 @@ from tensorlab.kernels import cross_entropy as fast_cross_entropy
 from tensorlab.kernels import gelu as fast_gelu
 from tensorlab.kernels import linear as fast_linear
 from tensorlab.kernels import norm as fast_norm
-from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm
+from tensorlab.kernels import rope as fast_rope
+from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm, rope
 
 pytest.importorskip("threadpoolctl", reason="use_threads needs threadpoolctl (the train extra)")
 
@@ -94,6 +95,18 @@ def _gelu(rng, dtype, shape):
     return ["y", "slope"], fast_gelu.gelu_and_slope(x), elementwise.gelu_and_slope(x)
 
 
+def _rope(rng, dtype, shape):
+    B, H, T, D = shape
+    qkv = rng.standard_normal((B, T, 3 * H * D)).astype(dtype)
+    x = qkv[..., : H * D].reshape(B, T, H, D).transpose(0, 2, 1, 3)  # laid out as the model's q is
+    angles = rng.standard_normal((T, D)) * 3
+    cos, signed_sin = rope.halves(np.cos(angles).astype(dtype)), rope.halves(np.sin(angles).astype(dtype)).copy()
+    signed_sin[:, 0] *= -1
+    gy = rng.standard_normal(shape).astype(dtype)
+    kernel = fast_rope.rope_forward(x, cos, signed_sin), fast_rope.rope_backward(gy, cos, signed_sin)
+    return ["y", "gx"], kernel, (rope.rope_forward(x, cos, signed_sin), rope.rope_backward(gy, cos, signed_sin))
+
+
 # name -> (pairs, shapes, {dtype: TOLERANCE}, outputs that are bitwise the formula's)
 KERNELS = {
     # achieved (the worst of 20 seeds, on 1 and 2 threads, real and small blocks): 2.4e-7 (float32), 5.1e-16 (float64)
@@ -130,6 +143,7 @@ KERNELS = {
     # achieved 1.9e-7 (float32 only: the formula's erf is exact, the kernel's Abramowitz & Stegun; its error,
     # about 3e-8 in Phi, is large relative to Phi far out in the negative tail, small against the array's scale)
     "gelu": (_gelu, [(), (7,), (3334, 6)], {np.float32: 4e-7}, set()),
+    "rope": (_rope, [(1, 1, 1, 2), (3, 2, 5, 4), (37, 2, 16, 8)], {np.float32: 0, np.float64: 0}, set()),
 }
 CASES = [
     pytest.param(name, dtype, shape, id=f"{name}-{np.dtype(dtype).name}-{'x'.join(map(str, shape)) or '0d'}")
@@ -202,6 +216,7 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(mo
         ("cross_entropy", (37, 50)),
         ("gelu", (3334, 6)),
         ("linear", (300, 64, 96)),
+        ("rope", (37, 2, 16, 8)),
     ],
 )
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the skipped rows hold whatever np.empty left there

@@ -8,17 +8,40 @@ Composed from primitives (tensorlab/nn/positional.py, apply_rope) it is a split,
 negation, a concatenation, two products and a sum: six graph nodes and their copies.
 Here the last axis is viewed as (2, D/2), so [x2, x1] is a view (the halves read in
 reverse order) and the sign of -x2 moves into the table: rotate_half(x) sin = [x2, x1] * [-sin1, sin2].
+
+rope_forward and rope_backward below are the formula in plain NumPy. On the CPU the op runs them from
+tensorlab/kernels/rope.py, a few batch elements at a time on every core; tests/test_kernels.py checks them
+against the ones here.
 """
 
+from tensorlab.kernels import rope as fast
 from tensorlab.tensor import Function
 
 
-def _halves(a):
+def halves(a):
     """(..., D) as (..., 2, D/2): a view whenever the last axis is contiguous."""
     return a.reshape(a.shape[:-1] + (2, a.shape[-1] // 2))
 
 
+def rope_forward(x, cos, signed_sin):
+    """y = x cos + S(x) s for x (..., T, D), with the tables as halves (T, 2, D/2): cos, and s = [-sin1, sin2]."""
+    x2 = halves(x)  # (..., T, 2, D/2), a view
+    y = x2 * cos
+    y += x2[..., ::-1, :] * signed_sin  # S(x) s = [x2, x1] * [-sin1, sin2]
+    return y.reshape(x.shape)
+
+
+def rope_backward(gy, cos, signed_sin):
+    # y = x cos + S(x) s with S([x1, x2]) = [x2, x1], s = [-sin1, sin2]  =>  gx = gy cos + S(gy s)
+    g2 = halves(gy)
+    gx = g2 * cos
+    gx += (g2 * signed_sin)[..., ::-1, :]
+    return gx.reshape(gy.shape)
+
+
 class Rope(Function):
+    """rope_forward and rope_backward; on the CPU their kernels (tensorlab/kernels/rope.py)."""
+
     name = "rope"
 
     def forward(self, x, cos, sin):
@@ -27,17 +50,12 @@ class Rope(Function):
                 f"rope: x (..., T, D) needs an even D and cos, sin of shape (T, D) = {x.shape[-2:]}; "
                 f"got x {x.shape}, cos {cos.shape}, sin {sin.shape}"
             )
-        self.cos = _halves(cos)  # (T, 2, D/2)
-        self.signed_sin = _halves(sin).copy()
+        self.cos = halves(cos)  # (T, 2, D/2)
+        self.signed_sin = halves(sin).copy()
         self.signed_sin[:, 0] *= -1  # [-sin1, sin2]
-        x2 = _halves(x)  # (..., T, 2, D/2), a view
-        y = x2 * self.cos
-        y += x2[..., ::-1, :] * self.signed_sin  # [x2, x1] * [-sin1, sin2]
-        return y.reshape(x.shape)
+        forward = fast.rope_forward if fast.applies_to(x) else rope_forward
+        return forward(x, self.cos, self.signed_sin)
 
     def backward(self, gy):
-        # y = x cos + S(x) s with S([x1, x2]) = [x2, x1], s = [-sin1, sin2]  =>  gx = gy cos + S(gy s)
-        g2 = _halves(gy)
-        gx = g2 * self.cos
-        gx += (g2 * self.signed_sin)[..., ::-1, :]
-        return gx.reshape(gy.shape), None, None
+        backward = fast.rope_backward if fast.applies_to(gy) else rope_backward
+        return backward(gy, self.cos, self.signed_sin), None, None
