@@ -91,8 +91,11 @@ def _linear(rng, dtype, shape, bias):
 def _gelu(rng, dtype, shape):
     x = np.array(rng.standard_normal(shape) * 3)  # an array even for shape (): reshape below gives a view
     x.reshape(-1)[:8] = [0, -10, 10, -5, 5, 1e-8, -1e-8, -0.7][: x.size]  # the flat tails, the kink's neighbourhood
-    x = np.asarray(x, dtype=dtype)
-    return ["y", "slope"], fast_gelu.gelu_and_slope(x), elementwise.gelu_and_slope(x)
+    x, gy = np.asarray(x, dtype=dtype), np.asarray(rng.standard_normal(shape), dtype=dtype)
+    kernel, formula = fast_gelu.gelu_and_slope(x), elementwise.gelu_and_slope(x)
+    kernel += (fast_gelu.gelu_backward(gy, kernel[1]),)
+    formula += (gy * formula[1],)  # Gelu.backward's formula
+    return ["y", "slope", "gx"], kernel, formula
 
 
 def _rope(rng, dtype, shape):

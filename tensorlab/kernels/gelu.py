@@ -30,6 +30,20 @@ def gelu_and_slope(x):
     return y, slope
 
 
+def gelu_backward(gy, slope):
+    """gx = gy * slope, as the formula gives it, a block at a time on every core (a product of two large arrays
+    streams them from memory: one core alone does not keep up)."""
+    if gy.dtype != slope.dtype or not (gy.flags.c_contiguous and slope.flags.c_contiguous):
+        return gy * slope  # NumPy's own promotion and layout
+    gx = np.empty_like(gy)
+    flat_gy, flat_slope, flat_gx = gy.reshape(-1), slope.reshape(-1), gx.reshape(-1)
+    threads.for_each_block(
+        lambda b: np.multiply(flat_gy[b], flat_slope[b], out=flat_gx[b]),
+        kernels.cache_blocks(gy.size, 3 * gy.itemsize),
+    )
+    return gx
+
+
 # A&S 7.1.26's a5 .. a1, halved: the Horner sum below gives (1 - erf(|x| / sqrt 2)) / 2 = Phi(-|x|) at once
 _HALF_A = [a / 2 for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)]
 

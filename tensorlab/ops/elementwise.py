@@ -317,7 +317,7 @@ class Gelu(Function):
             return gy * (0.5 * (1 + self.t) + 0.5 * x * (1 - self.t * self.t) * du)
         # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
         # (the slope came from forward)
-        return gy * self.slope
+        return fast.gelu_backward(gy, self.slope) if kernels.applies_to(gy) else gy * self.slope
 
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
