@@ -75,8 +75,11 @@ def _attention(rng, dtype, shape, dropout):
 def _cross_entropy(rng, dtype, shape):
     x = (rng.standard_normal(shape) * 5).astype(dtype)
     x[0] += 1e4  # a row that overflows exp without the max shift
-    names = ["softmax", "logsumexp"]
-    return names, fast_cross_entropy.softmax_and_logsumexp(x), cross_entropy.softmax_and_logsumexp(x)
+    if shape[0] >= 3:  # the kernel finds the maxima with fmax, which skips NaN: the rows must still come out alike
+        x[1, 0], x[2] = np.nan, -np.inf  # NaN: a NaN row; all -inf: softmax 0/0, logsumexp -inf
+    with np.errstate(invalid="ignore", divide="ignore"):  # the all -inf row's 0/0 and log 0
+        kernel, formula = fast_cross_entropy.softmax_and_logsumexp(x), cross_entropy.softmax_and_logsumexp(x)
+    return ["softmax", "logsumexp"], kernel, formula
 
 
 def _linear(rng, dtype, shape, bias):
@@ -116,17 +119,18 @@ KERNELS = {
     "rms_norm": (_rms_norm, [(1, 8), (3, 5, 16), (2, 37, 64)], {np.float32: 4e-7, np.float64: 1e-15}, set()),
     # achieved 2.3e-7, 3.2e-16
     "layer_norm": (_layer_norm, [(1, 8), (3, 5, 16), (2, 37, 64)], {np.float32: 4e-7, np.float64: 1e-15}, {"gb"}),
-    # achieved 1.6e-7, 4.1e-16 (with and without dropout's mask)
+    # achieved 4.0e-7, 1.5e-15 (in gq, with and without dropout's mask: gP - rowsum(gP P) cancels, and the
+    # kernel's rowsum is einsum's, in another order than the formula's sum)
     "causal_attention": (
         lambda rng, dtype, shape: _attention(rng, dtype, shape, dropout=False),
         [(1, 1, 1, 1), (3, 2, 5, 4), (7, 2, 16, 8)],
-        {np.float32: 4e-7, np.float64: 1e-15},
+        {np.float32: 6e-7, np.float64: 2e-15},
         set(),
     ),
     "causal_attention with dropout": (
         lambda rng, dtype, shape: _attention(rng, dtype, shape, dropout=True),
         [(3, 2, 5, 4), (7, 2, 16, 8)],
-        {np.float32: 4e-7, np.float64: 1e-15},
+        {np.float32: 6e-7, np.float64: 2e-15},
         set(),
     ),
     "cross_entropy": (_cross_entropy, [(1, 3), (37, 50), (300, 11)], {np.float32: 0, np.float64: 0}, set()),

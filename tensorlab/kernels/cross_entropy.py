@@ -6,7 +6,7 @@ exponentials written straight into the softmax's buffer and normalised there in 
 import numpy as np
 
 from tensorlab import kernels, threads
-from tensorlab.ops.softmax import exp_and_max
+from tensorlab.kernels.softmax import exp_and_max
 
 
 def softmax_and_logsumexp(x):
