@@ -56,7 +56,7 @@ def _gelu_and_slope_of_block(x, y, slope):
     t = np.abs(x)
     t *= 0.3275911 / math.sqrt(2)
     t += 1
-    np.reciprocal(t, out=t)  # t = 1 / (1 + p |x| / sqrt 2)
+    np.divide(1, t, out=t)  # t = 1 / (1 + p |x| / sqrt 2) (np.reciprocal takes twice as long)
     tail = np.multiply(t, _HALF_A[0], out=slope)  # Horner: t (a1 + t (a2 + ... a5 t)) / 2, slope as scratch
     for a in _HALF_A[1:]:
         tail += a
