@@ -65,6 +65,7 @@ BENCH_PROBES = {
     "profile_step": (["--help"], 0, "usage: profile_step.py"),
     "version_counter": (["--help"], 0, "usage: version_counter.py"),
     "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
+    "kernel_choices": (["--help"], 0, "usage: kernel_choices.py"),
 }
 
 

@@ -15,9 +15,10 @@ from tensorlab import kernels, threads
 # of them, so that 2, 4, 8 or 16 threads get equal shares (7 parts on 2 threads made one of them do 4),
 ROW_PARTS = 16
 # each of at least this many rows (or columns) and multiply-adds: every part packs its own copy of the other
-# matrix, so thin parts cost more than they share. On 2 threads, the Linear products of the three bench configs
-# took 5-8% less time in 2 parts than in 4 to 16 parts of 2^25 multiply-adds (bench/RESULTS.md), and an MLP's
-# batch of 256 in 16 parts of 16 rows took 25% longer than in 2 parts of 128.
+# matrix, so thin parts cost more than they share. On 2 threads, one layer's and the head's products of the three
+# bench configs took 3-4% less time in 2 parts than in parts of 2^25 multiply-adds (4 to 16 of them), and 6-8%
+# less than in the 3 to 13 parts cut before (bench/RESULTS.md, bench/kernel_choices.py); an MLP's batch of 256
+# in 16 parts of 16 rows took 25% longer than in 2 parts of 128.
 MIN_PART_ROWS = 64
 MIN_PART_WORK = 1 << 27
 
