@@ -68,7 +68,7 @@ def reductions(repeats):
 
 def sign_step(repeats):
     x = np.random.default_rng(1).standard_normal(131072).astype(np.float32)
-    a, step = np.empty_like(x), np.empty_like(x)
+    a, step = x.copy(), np.empty_like(x)
 
     def by_step():
         np.multiply(a, np.greater_equal(x, 0, out=step), out=a)
