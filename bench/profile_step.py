@@ -1,20 +1,21 @@
 """Where a tensorlab training step spends its time, op by op.
 
-Runs a few training steps (forward, backward, clipping, AdamW) of the model under
-cProfile and prints, for every forward and backward in tensorlab/ops and the optimizer,
-milliseconds per step and the share of the step. --composed-attention runs attention
-as separate primitive ops instead of the fused op, to see what fusing buys.
+Runs training steps (forward, backward, clipping, AdamW) of the model as training runs them (the thread
+pool and the kept memory on, as train.py sets them) and prints, for every forward and backward in
+tensorlab/ops and the optimizer, the wall-clock milliseconds per step and the share of the step: each is
+timed around its call, so the time its kernel's blocks spend on the pool's other threads is inside it (a
+profiler such as cProfile sees the calling thread only). --composed-attention runs attention as separate
+primitive ops instead of the fused op, to see what fusing buys.
 
     python bench/profile_step.py --config seed_d256
     python bench/profile_step.py --config seed_d256 --composed-attention
 """
 
 import argparse
-import cProfile
+import collections
 import importlib
 import inspect
 import pkgutil
-import pstats
 import sys
 import time
 from pathlib import Path
@@ -52,67 +53,90 @@ def build_step(name, composed_attention, dropout):
     return step
 
 
-def method_names():
-    """(file, first line) -> "Class.method" for every forward/backward in tensorlab.ops and every optimizer update."""
+def timed_methods():
+    """(class, method name) for every forward/backward in tensorlab.ops and every optimizer's update."""
     import tensorlab.ops
     import tensorlab.optim
 
-    names = {}
     modules = [importlib.import_module(f"tensorlab.ops.{m.name}") for m in pkgutil.iter_modules(tensorlab.ops.__path__)]
+    methods = set()  # a set: a class imported into several modules is timed once
     for module in modules + [tensorlab.optim]:
-        for cls_name, cls in inspect.getmembers(module, inspect.isclass):
-            for method in ("forward", "backward", "update"):
-                fn = cls.__dict__.get(method)
-                if fn is not None:
-                    code = fn.__code__
-                    names[(code.co_filename, code.co_firstlineno)] = f"{cls_name}.{method}"
-    names[
-        (inspect.getsourcefile(tensorlab.optim.clip_grad_norm), tensorlab.optim.clip_grad_norm.__code__.co_firstlineno)
-    ] = "clip_grad_norm"
-    return names
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            for name in ("forward", "backward", "update"):
+                if name in cls.__dict__:
+                    methods.add((cls, name))
+    return methods
+
+
+def time_each(methods, spent):
+    """Wrap each method so that spent["Class.method"] gathers its wall-clock seconds; returns an undo function."""
+    originals = []
+    for cls, name in methods:
+        original = cls.__dict__[name]
+        label = f"{cls.__name__}.{name}"
+
+        def timed(*args, _original=original, _label=label, **kwargs):
+            start = time.perf_counter()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                spent[_label] += time.perf_counter() - start
+
+        setattr(cls, name, timed)
+        originals.append((cls, name, original))
+    return lambda: [setattr(cls, name, original) for cls, name, original in originals]
 
 
 def main(argv=None):
     keep_freed_memory()  # as train.py does, so the profile shows a training step's real costs
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="seed_d256", help="seed_d128, seed_d256 or default")
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--composed-attention", action="store_true")
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument(
-        "--threads", type=int, default=1, help="tensorlab.threads.use_threads(N) first (1: NumPy as is)"
+        "--threads", type=int, default=None, help="tensorlab.threads.use_threads(N) first (default: as train.py)"
     )
     args = parser.parse_args(argv)
-    tensorlab.threads.use_threads(args.threads)
+    threads = tensorlab.threads.use_threads(args.threads)
     step = build_step(args.config, args.composed_attention, args.dropout)
-    step()  # warm-up: caches, allocator
-    start = time.perf_counter()
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(args.steps):
-        step()
-    profiler.disable()
-    step_ms = 1e3 * (time.perf_counter() - start) / args.steps
-    stats = pstats.Stats(profiler).stats
-    names = method_names()
-    rows = []
-    for (filename, line, _), (_, calls, _, cumulative, _) in stats.items():
-        if (filename, line) in names:  # cumulative: the op's own NumPy calls included
-            rows.append((1e3 * cumulative / args.steps, calls // args.steps, names[filename, line]))
-    rows.sort(reverse=True)
+    for _ in range(3):
+        step()  # warm-up: caches, allocator, the pool's threads
+    spent = collections.defaultdict(float)
+    undo = time_each(timed_methods(), spent)
+    global clip_grad_norm_  # the name step() calls
+    clip = clip_grad_norm_
+    clip_grad_norm_ = lambda *a, **k: _timed_call(spent, "clip_grad_norm_", clip, *a, **k)  # noqa: E731
+    try:
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        step_ms = 1e3 * (time.perf_counter() - start) / args.steps
+    finally:
+        undo()
+        clip_grad_norm_ = clip
+    rows = sorted(((1e3 * seconds / args.steps, label) for label, seconds in spent.items()), reverse=True)
     attention = "composed primitives" if args.composed_attention else "fused op"
     print(
-        f"{args.config}, attention as {attention}, dropout {args.dropout}: {step_ms:.0f} ms per step (under cProfile)"
+        f"{args.config}, attention as {attention}, dropout {args.dropout}, {threads} threads: {step_ms:.1f} ms per step"
     )
-    print(f"{'ms/step':>8} {'share':>6} {'calls':>6}  where")
-    for ms, calls, owner in rows[: args.rows]:
-        print(f"{ms:8.1f} {100 * ms / step_ms:5.1f}% {calls:6d}  {owner}")
-    counted = sum(r[0] for r in rows)
+    print(f"{'ms/step':>8} {'share':>6}  where")
+    for ms, label in rows[: args.rows]:
+        print(f"{ms:8.2f} {100 * ms / step_ms:5.1f}%  {label}")
+    counted = sum(ms for ms, _ in rows)
     print(
-        f"{counted:8.1f} {100 * counted / step_ms:5.1f}%         all of the above; the rest is the graph walk, "
-        f"the model's Python code and the profiler itself"
+        f"{counted:8.2f} {100 * counted / step_ms:5.1f}%  all of the ops and the optimizer; the rest is the graph walk "
+        f"and the model's Python code"
     )
+
+
+def _timed_call(spent, label, fn, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        spent[label] += time.perf_counter() - start
 
 
 if __name__ == "__main__":
