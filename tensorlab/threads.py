@@ -2,7 +2,7 @@
 
 NumPy runs each element-wise pass (exp, multiply, ...) on one core, and its matrix products
 on OpenBLAS's threads. PyTorch runs both on every core. After `use_threads(n)` the kernels of
-tensorlab/kernels/, which walk an array block by block (GELU, attention, RMSNorm, cross-entropy's
+tensorlab/kernels/, which walk an array block by block (GELU, attention, RMSNorm, RoPE, cross-entropy's
 softmax, the Linear products), hand their blocks to n threads. The threads really run at once:
 NumPy releases the GIL inside its loops over arrays and inside OpenBLAS.
 
