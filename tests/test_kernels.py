@@ -262,6 +262,20 @@ def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():
     assert sizes(4096, 1024, 4096) == [256] * 16 and sizes(100, 100, 100) == [100]
 
 
+@pytest.mark.parametrize("swap", [(-1, -2), (0, 1)], ids=["last-axis-strided", "batch-axes-swapped"])
+def test_rope_s_kernel_writes_its_output_whatever_the_input_s_layout(swap, pool):
+    """The kernel lays y out in memory as x is and writes it through views of the halves of its last axis, a
+    batch block at a time: with the last axis strided, or the batch axes swapped, y must still be the formula's."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 2, 8, 5)).astype(np.float32).swapaxes(*swap)
+    x = x if x.shape[-1] % 2 == 0 else x[..., :4]  # an even D
+    T, D = x.shape[-2:]
+    angles = rng.standard_normal((T, D))
+    cos, signed_sin = rope.halves(np.cos(angles).astype(np.float32)), rope.halves(np.sin(angles).astype(np.float32))
+    for kernel, formula in [(fast_rope.rope_forward, rope.rope_forward), (fast_rope.rope_backward, rope.rope_backward)]:
+        np.testing.assert_array_equal(kernel(x, cos, signed_sin), formula(x, cos, signed_sin))
+
+
 @pytest.mark.parametrize("threads_", [2, 4, 8, 16])
 def test_the_blocks_of_the_bench_shapes_give_every_thread_an_equal_share(threads_):
     """At the real CACHE_BLOCK_BYTES: seed_d128's attention (64 batch elements), RMSNorm and GELU of the default

@@ -1,8 +1,8 @@
 """The stable softmax core (exp_and_max in tensorlab/ops/softmax.py), fast on the CPU.
 
 It finds each row's maximum with np.fmax.reduce instead of max: along rows of 64 to 500 numbers (attention's
-scores, cross-entropy's logits) fmax takes 0.65 of max's time (bench/RESULTS.md), because it does not stop
-to propagate NaN. The maxima are the same numbers wherever a row holds no NaN. A row with a NaN gets the
+scores, cross-entropy's logits) fmax takes 0.65 to 0.9 of max's time (bench/kernel_choices.py), because it does
+not stop to propagate NaN. The maxima are the same numbers wherever a row holds no NaN. A row with a NaN gets the
 maximum of its other entries instead of NaN, and exp(x - m) still puts the NaN in its place, so the row's
 softmax is NaN either way.
 """

@@ -19,7 +19,7 @@ from tensorlab.tensor import Function
 
 
 def halves(a):
-    """(..., D) as (..., 2, D/2): a view whenever the last axis is contiguous."""
+    """(..., D) as (..., 2, D/2): always a view (splitting one axis never needs a copy)."""
     return a.reshape(a.shape[:-1] + (2, a.shape[-1] // 2))
 
 
