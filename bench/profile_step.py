@@ -119,7 +119,7 @@ def main(argv=None):
     rows = sorted(((1e3 * seconds / args.steps, label) for label, seconds in spent.items()), reverse=True)
     attention = "composed primitives" if args.composed_attention else "fused op"
     print(
-        f"{args.config}, attention as {attention}, dropout {args.dropout}, {threads} threads: {step_ms:.1f} ms per step"
+        f"{args.config}, attention as {attention}, dropout {args.dropout}, threads {threads}: {step_ms:.1f} ms per step"
     )
     print(f"{'ms/step':>8} {'share':>6}  where")
     for ms, label in rows[: args.rows]:

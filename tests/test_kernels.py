@@ -8,7 +8,8 @@ MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 - bitwise where the kernel does the formula's arithmetic in the formula's order: RoPE, cross-entropy's
   softmax and logsumexp, the bias gradients of Linear and LayerNorm;
 - elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
-  product; attention: a reciprocal and a multiply for the division; Linear: products cut by rows;
+  product; attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum;
+  Linear: products cut by rows;
   GELU: erf approximated in float32), and |kernel - formula| <= TOLERANCE * (|formula| + max|formula|)
   elementwise, with TOLERANCE near what is achieved (the largest achieved is in the comment).
 
