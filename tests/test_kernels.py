@@ -9,9 +9,9 @@ MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
   softmax and logsumexp, the bias gradients of Linear and LayerNorm;
 - elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
   product; attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum;
-  Linear: products cut by rows;
-  GELU: erf approximated in float32), and |kernel - formula| <= TOLERANCE * (|formula| + max|formula|)
-  elementwise, with TOLERANCE near what is achieved (the largest achieved is in the comment).
+  Linear: products cut by rows; GELU: erf approximated in float32), and
+  |kernel - formula| <= TOLERANCE * (|formula| + max|formula|) elementwise, with TOLERANCE near what is
+  achieved (the largest achieved is in the comment).
 
 The kernels keep the formulas' dtypes and shapes too. Planted below: a kernel that skips its last
 block, and RMSNorm's kernel run without eps (a relative change of about 5e-6), both caught.
