@@ -296,6 +296,24 @@ def test_the_blocks_of_the_bench_shapes_give_every_thread_an_equal_share(threads
         assert len(blocks) & (len(blocks) - 1) == 0  # a power of two
 
 
+def test_linear_s_products_too_small_to_cut_never_wake_a_thread(monkeypatch, pool):
+    """A small Linear (64 x 64, batch 64) is one OpenBLAS call per product, run where it is asked: handing its
+    three backward tasks to the pool made 100 such layers take twice as long (a thread wakes in 40-70 us)."""
+
+    def no_pool(work, blocks):
+        assert len(blocks) < 2, f"the pool was asked to share out {len(blocks)} tasks"
+        for block in blocks:
+            work(block)
+
+    monkeypatch.setattr(threads, "for_each_block", no_pool)
+    rng = np.random.default_rng(7)
+    x, w, b, gy = (rng.standard_normal(shape).astype(np.float32) for shape in [(64, 64), (64, 64), (64,), (64, 64)])
+    assert fast_linear.product(x, w.T)[1] == []
+    np.testing.assert_array_equal(fast_linear.linear_forward(x, w, b), linear.linear_forward(x, w, b))
+    for kernel, formula in zip(fast_linear.linear_backward(gy, x, w), linear.linear_backward(gy, x, w)):
+        np.testing.assert_array_equal(kernel, formula)
+
+
 def test_linear_s_product_split_by_columns_is_the_whole_product(monkeypatch):
     monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", 4)
     monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)

@@ -31,14 +31,14 @@ def linear_forward(x, weight, bias=None):
 def linear_backward(gy, x, weight, input_grad=True):
     """gx = gy W (None unless input_grad), gW = gy^T x, gb = the sum over rows of gy, as the formula gives them.
 
-    The parts of both products and the bias sum go to the threads as one batch of tasks, so that no thread
-    waits for the others between the products.
+    The parts of the products that are cut and the bias sum go to the threads as one batch of tasks, so that
+    no thread waits for the others between the products. Products too small to cut are made by `product` at
+    once, so for a small layer the batch is the sum alone, and no thread is woken.
     """
     gw, gw_parts = product(gy.T, x)
     gx, gx_parts = product(gy, weight) if input_grad else (None, [])
     gb = np.empty(gy.shape[1], gy.dtype)
-    tasks = gw_parts + gx_parts + [lambda: gy.sum(axis=0, out=gb)]
-    threads.for_each_block(lambda task: task(), tasks)
+    threads.for_each_block(lambda task: task(), gw_parts + gx_parts + [lambda: gy.sum(axis=0, out=gb)])
     return gx, gw, gb
 
 
@@ -60,14 +60,23 @@ def matmul(a, b, bias=None):
 
 
 def product(a, b, bias=None):
-    """The buffer for a @ b (+ bias), a 2-D (N, K) and b (K, M), and the tasks that fill it: one per row_parts
-    slice of the rows of a, or of the columns of b when they are more (a weight's gradient gy^T x has few rows and
-    a long K). Each task is one OpenBLAS call on one thread, and adds its share of the bias while it is in cache.
+    """a @ b (+ bias) for a 2-D (N, K) and b (K, M), and the tasks still to run for it.
+
+    A product that row_parts leaves whole is one plain OpenBLAS call, made here: no tasks, no buffer. A larger
+    one gets its buffer and one task per row_parts slice of the rows of a, or of the columns of b when they
+    are more (a weight's gradient gy^T x has few rows and a long K): each task is one OpenBLAS call on one
+    thread, and adds its share of the bias while it is in cache.
 
     Each element's sum over K stays whole in one part, in OpenBLAS's order, and a large product is cut the same
     way with or without a pool, so its bits never depend on the thread count.
     """
     by_rows = a.shape[0] >= b.shape[1]
+    slices = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
+    if len(slices) == 1:
+        out = a @ b
+        if bias is not None:
+            out += bias
+        return out, []
     out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a, b))
 
     def product_rows(rows):
@@ -81,5 +90,4 @@ def product(a, b, bias=None):
             out[:, cols] += bias[cols]
 
     part = product_rows if by_rows else product_columns
-    slices = row_parts(a.shape[0] if by_rows else b.shape[1], a.shape[0] * a.shape[1] * b.shape[1])
     return out, [functools.partial(part, piece) for piece in slices]
