@@ -68,21 +68,25 @@ def timed_methods():
     return methods
 
 
+def timed(fn, label, spent):
+    """fn, adding the wall-clock seconds of every call to spent[label]."""
+
+    def call(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - start
+
+    return call
+
+
 def time_each(methods, spent):
     """Wrap each method so that spent["Class.method"] gathers its wall-clock seconds; returns an undo function."""
     originals = []
     for cls, name in methods:
         original = cls.__dict__[name]
-        label = f"{cls.__name__}.{name}"
-
-        def timed(*args, _original=original, _label=label, **kwargs):
-            start = time.perf_counter()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                spent[_label] += time.perf_counter() - start
-
-        setattr(cls, name, timed)
+        setattr(cls, name, timed(original, f"{cls.__name__}.{name}", spent))
         originals.append((cls, name, original))
     return lambda: [setattr(cls, name, original) for cls, name, original in originals]
 
@@ -107,7 +111,7 @@ def main(argv=None):
     undo = time_each(timed_methods(), spent)
     global clip_grad_norm_  # the name step() calls
     clip = clip_grad_norm_
-    clip_grad_norm_ = lambda *a, **k: _timed_call(spent, "clip_grad_norm_", clip, *a, **k)  # noqa: E731
+    clip_grad_norm_ = timed(clip, "clip_grad_norm_", spent)
     try:
         start = time.perf_counter()
         for _ in range(args.steps):
@@ -129,14 +133,6 @@ def main(argv=None):
         f"{counted:8.2f} {100 * counted / step_ms:5.1f}%  all of the ops and the optimizer; the rest is the graph walk "
         f"and the model's Python code"
     )
-
-
-def _timed_call(spent, label, fn, *args, **kwargs):
-    start = time.perf_counter()
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        spent[label] += time.perf_counter() - start
 
 
 if __name__ == "__main__":
