@@ -7,6 +7,9 @@
 2. GELU's sign step on one cache block (131,072 float32): np.copysign against a multiply by (x >= 0).
 3. Linear's products cut into 2, 4, 8 or 16 parts over the thread pool (tensorlab.threads), for the shapes
    of the three bench configs (4096 rows): the time of x W^T, gy W and gy^T x.
+4. Embedding's scatter-add for the bench configs' token embeddings (4096 rows into a table of 500):
+   backend.segment_sum (sorted runs, add.reduceat) against np.add.at with one index per row and with one
+   flat index per element (tensorlab/kernels/embedding.py).
 
 Single runs, median of many repeats; print the machine with them (bench/RESULTS.md keeps what we measured).
 """
@@ -23,6 +26,8 @@ sys.path.insert(0, str(ROOT))  # `python bench/NAME.py` puts bench/ on the path;
 
 import tensorlab.threads  # noqa: E402
 from bench.engines import machine  # noqa: E402
+from tensorlab import backend  # noqa: E402
+from tensorlab.kernels import embedding  # noqa: E402
 from tensorlab.memory import keep_freed_memory  # noqa: E402
 
 
@@ -106,6 +111,24 @@ def linear_parts(repeats, threads):
     tensorlab.threads.use_threads(1)
 
 
+def rows_added_at(ids, rows, num_segments):
+    sums = np.zeros((num_segments, rows.shape[1]), rows.dtype)
+    np.add.at(sums, ids, rows)
+    return sums
+
+
+def scatter_add(repeats):
+    rng = np.random.default_rng(3)
+    print("Embedding's scatter-add, 4096 rows into 500 (us):")
+    for width in (128, 192, 256):
+        ids, rows = rng.integers(0, 500, 4096), rng.standard_normal((4096, width)).astype(np.float32)
+        print(
+            f"  width {width}: segment_sum {median_us(repeats, backend.segment_sum, ids, rows, 500):8.1f}   "
+            f"add.at by rows {median_us(repeats, rows_added_at, ids, rows, 500):8.1f}   "
+            f"add.at by elements {median_us(repeats, embedding.segment_sum, ids, rows, 500):8.1f}"
+        )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=100)
@@ -116,6 +139,7 @@ def main(argv=None):
     reductions(args.repeats)
     sign_step(args.repeats)
     linear_parts(max(args.repeats // 4, 5), args.threads)
+    scatter_add(args.repeats)
 
 
 if __name__ == "__main__":

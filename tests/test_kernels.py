@@ -9,7 +9,8 @@ MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
   softmax and logsumexp, the bias gradients of Linear and LayerNorm;
 - elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
   product; attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum;
-  Linear: products cut by rows; GELU: erf approximated in float32), and
+  Linear: products cut by rows; GELU: erf approximated in float32; embedding: np.add.at's additions one
+  after another, the formula's add.reduceat in another order), and
   |kernel - formula| <= TOLERANCE * (|formula| + max|formula|) elementwise, with TOLERANCE near what is
   achieved (the largest achieved is in the comment).
 
@@ -22,9 +23,10 @@ import pytest
 
 import tensorlab as tl
 import tensorlab.functional as F
-from tensorlab import kernels, threads
+from tensorlab import backend, kernels, threads
 from tensorlab.kernels import attention as fast_attention
 from tensorlab.kernels import cross_entropy as fast_cross_entropy
+from tensorlab.kernels import embedding as fast_embedding
 from tensorlab.kernels import gelu as fast_gelu
 from tensorlab.kernels import linear as fast_linear
 from tensorlab.kernels import norm as fast_norm
@@ -114,6 +116,13 @@ def _rope(rng, dtype, shape):
     return ["y", "gx"], kernel, (rope.rope_forward(x, cos, signed_sin), rope.rope_backward(gy, cos, signed_sin))
 
 
+def _embedding(rng, dtype, shape):
+    rows, vocab, width = shape
+    ids = rng.integers(0, vocab, rows)  # (5, 9, 3): ids absent from the batch; (300, 7, 64): each id ~43 times
+    gy = rng.standard_normal((rows, width)).astype(dtype)
+    return ["gw"], (fast_embedding.segment_sum(ids, gy, vocab),), (backend.segment_sum(ids, gy, vocab),)
+
+
 # name -> (pairs, shapes, {dtype: TOLERANCE}, outputs that are bitwise the formula's)
 KERNELS = {
     # achieved (the worst of 20 seeds, on 1 and 2 threads, real and small blocks): 2.4e-7 (float32), 5.1e-16 (float64)
@@ -152,6 +161,8 @@ KERNELS = {
     # about 3e-8 in Phi, is large relative to Phi far out in the negative tail, small against the array's scale)
     "gelu": (_gelu, [(), (7,), (3334, 6)], {np.float32: 4e-7}, set()),
     "rope": (_rope, [(1, 1, 1, 2), (3, 2, 5, 4), (37, 2, 16, 8)], {np.float32: 0, np.float64: 0}, set()),
+    # achieved 1.8e-7, 3.0e-16 (np.add.at adds each id's rows one after another, reduceat in another order)
+    "embedding": (_embedding, [(1, 1, 1), (5, 9, 3), (300, 7, 64)], {np.float32: 3e-7, np.float64: 6e-16}, set()),
 }
 CASES = [
     pytest.param(name, dtype, shape, id=f"{name}-{np.dtype(dtype).name}-{'x'.join(map(str, shape)) or '0d'}")
@@ -245,6 +256,19 @@ def test_rms_norm_s_kernel_without_eps_is_caught(dtype, monkeypatch):
     monkeypatch.setattr(fast_norm, "rms_norm_forward", lambda x, weight, eps: kernel(x, weight, 0.0))
     with pytest.raises(AssertionError, match="rms_norm .*: y: off by"):
         check_kernel("rms_norm", dtype, (2, 37, 64))
+
+
+def test_embedding_s_kernel_that_keeps_one_row_of_a_repeated_id_is_caught(monkeypatch):
+    """Planted: `sums[ids] += rows` in place of np.add.at, which keeps one row of each repeated id (docs/09)."""
+
+    def one_row_per_id(ids, rows, num_segments):
+        sums = np.zeros((num_segments, rows.shape[1]), rows.dtype)
+        sums[ids] += rows
+        return sums
+
+    monkeypatch.setattr(fast_embedding, "segment_sum", one_row_per_id)
+    with pytest.raises(AssertionError, match="embedding .*: gw: off by"):
+        check_kernel("embedding", np.float32, (300, 7, 64))
 
 
 def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():

@@ -1,6 +1,11 @@
-"""Embedding lookup: row ids[n] of the weight table."""
+"""Embedding lookup: row ids[n] of the weight table.
 
-from tensorlab import backend
+The backward is a scatter-add, backend.segment_sum's; on the CPU the op runs
+tensorlab/kernels/embedding.py's, which adds in another order, faster.
+"""
+
+from tensorlab import backend, kernels
+from tensorlab.kernels import embedding as fast
 from tensorlab.tensor import Function
 
 
@@ -17,7 +22,8 @@ class Embedding(Function):
     def backward(self, gy):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
         vocab, width = self.weight_shape
-        return None, backend.segment_sum(self.ids.reshape(-1), gy.reshape(-1, width), vocab)
+        scatter_add = fast.segment_sum if kernels.applies_to(gy) else backend.segment_sum
+        return None, scatter_add(self.ids.reshape(-1), gy.reshape(-1, width), vocab)
 
 
 def check_ids(ids, weight_shape):
