@@ -6,11 +6,13 @@ small arrays span many blocks; Linear's large products are cut into 16 row parts
 MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 
 - bitwise where the kernel does the formula's arithmetic in the formula's order: RoPE, cross-entropy's
-  softmax and logsumexp, the bias gradients of Linear and LayerNorm;
+  softmax and logsumexp, the bias gradients of Linear (but where its backward is cut by the batch's rows) and
+  LayerNorm;
 - elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
   product; attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum;
-  Linear: products cut by rows; GELU: erf approximated in float32; embedding: np.add.at's additions one
-  after another, the formula's add.reduceat in another order), and
+  Linear: products cut by rows, and by the batch's rows the sums over them; GELU: erf approximated in
+  float32; embedding: np.add.at's additions one after another, the formula's add.reduceat in another
+  order), and
   |kernel - formula| <= TOLERANCE * (|formula| + max|formula|) elementwise, with TOLERANCE near what is
   achieved (the largest achieved is in the comment).
 
@@ -151,6 +153,14 @@ KERNELS = {
         {np.float32: 4e-7, np.float64: 1e-15},
         {"gb"},
     ),
+    # achieved 9.7e-7, 2.4e-15 (with the small parts, the backward by the batch's rows sums gW and gb in 16 parts of
+    # 125 rows and adds the parts, where the formula sums the 2000 rows in one go)
+    "linear by the batch's rows": (
+        lambda rng, dtype, shape: _linear(rng, dtype, shape, bias=True),
+        [(2000, 8, 12)],
+        {np.float32: 1.2e-6, np.float64: 3e-15},
+        set(),
+    ),
     "linear without bias": (
         lambda rng, dtype, shape: _linear(rng, dtype, shape, bias=False),
         [(300, 64, 96)],
@@ -225,6 +235,8 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(mo
     assert {b.stop - b.start for b in kernels.cache_blocks(3334 * 6, 8 * 4)} == {312, 313}  # GELU: 64 blocks
     assert {b.stop - b.start for b in fast_linear.row_parts(300, 300 * 64 * 96)} == {18, 19}
     assert len(fast_linear.row_parts(96, 300 * 64 * 96)) > 1  # so Linear's (300, 64, 96) products are cut (gW too)
+    assert not fast_linear.batch_row_parts(300, 96, 64)  # ... each on its own,
+    assert len(fast_linear.batch_row_parts(2000, 12, 8)) == 16  # and (2000, 8, 12)'s backward by the batch's rows
 
 
 @pytest.mark.parametrize(
@@ -235,6 +247,7 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(mo
         ("cross_entropy", (37, 50)),
         ("gelu", (3334, 6)),
         ("linear", (300, 64, 96)),
+        ("linear by the batch's rows", (2000, 8, 12)),
         ("rope", (37, 2, 16, 8)),
     ],
 )
@@ -285,6 +298,20 @@ def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():
     assert sizes(4096, 256, 768) == [1024] * 4  # 6 times MIN_PART_WORK: 4 parts
     assert sizes(256, 784, 1024) == [512, 512]  # an MLP's first layer, cut by columns
     assert sizes(4096, 1024, 4096) == [256] * 16 and sizes(100, 100, 100) == [100]
+
+
+def test_linear_s_backward_is_cut_by_the_batch_s_rows_where_the_weight_gradients_are_small():
+    """By the batch's rows, each part adds up its own gW (OUT x IN): worth it for the bench configs' 4096 rows, not
+    for an MLP's batch of 256 or a square product, whose products are cut one by one (row_parts)."""
+    for n_in, n_out in [
+        (128, 384),
+        (128, 500),
+        (256, 768),
+        (768, 192),
+    ]:  # seed_d128's qkv, the head, seed_d256, default
+        assert len(fast_linear.batch_row_parts(4096, n_out, n_in)) in (2, 4)
+    for rows, n_in, n_out in [(256, 784, 1024), (256, 1024, 1024), (2048, 1024, 1024), (64, 64, 64)]:
+        assert fast_linear.batch_row_parts(rows, n_out, n_in) == []
 
 
 @pytest.mark.parametrize("swap", [(-1, -2), (0, 1)], ids=["last-axis-strided", "batch-axes-swapped"])

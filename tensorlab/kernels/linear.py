@@ -2,7 +2,8 @@
 
 Each large matrix product is cut by rows (or columns) into up to ROW_PARTS parts, spread over tensorlab.threads, each
 part one OpenBLAS call on one thread (tensorlab/threads.py explains why OpenBLAS keeps one thread
-of its own), which adds its share of the bias in place.
+of its own), which adds its share of the bias in place. The backward of a batch of many rows, next to the
+layer's width, is cut by the batch's rows instead: each part works on its own rows of gy and x alone.
 """
 
 import functools
@@ -21,6 +22,11 @@ ROW_PARTS = 16
 # in 16 parts of 16 rows took 25% longer than in 2 parts of 128.
 MIN_PART_ROWS = 64
 MIN_PART_WORK = 1 << 27
+# The backward is cut by the batch's rows when the parts' partial weight gradients, which must then be added up
+# (parts x OUT x IN numbers), are at most this share of the rows the parts read (N x (IN + OUT)). The backwards
+# of the three bench configs (4096 rows; shares 0.03 to 0.19) took 1.5-4% less time in the training step cut so;
+# an MLP's and square backwards (shares 3.5 to 4), timed alone, took 6-12% more (bench/RESULTS.md).
+BATCH_CUT_MAX_SHARE = 0.5
 
 
 def linear_forward(x, weight, bias=None):
@@ -31,15 +37,45 @@ def linear_forward(x, weight, bias=None):
 def linear_backward(gy, x, weight, input_grad=True):
     """gx = gy W (None unless input_grad), gW = gy^T x, gb = the sum over rows of gy, as the formula gives them.
 
-    The parts of the products that are cut and the bias sum go to the threads as one batch of tasks, so that
-    no thread waits for the others between the products. Products too small to cut are made by `product` at
-    once, so for a small layer the batch is the sum alone, and no thread is woken.
+    A batch of many rows next to the layer's width is cut by its rows (batch_row_parts). Otherwise the parts of
+    the products that are cut and the bias sum go to the threads as one batch of tasks, so that no thread waits
+    for the others between the products. Products too small to cut are made by `product` at once, so for a
+    small layer the batch is the sum alone, and no thread is woken.
     """
+    batch_parts = batch_row_parts(*gy.shape, x.shape[1])
+    if batch_parts:
+        return _backward_by_batch_rows(gy, x, weight, input_grad, batch_parts)
     gw, gw_parts = product(gy.T, x)
     gx, gx_parts = product(gy, weight) if input_grad else (None, [])
     gb = np.empty(gy.shape[1], gy.dtype)
     threads.for_each_block(lambda task: task(), gw_parts + gx_parts + [lambda: gy.sum(axis=0, out=gb)])
     return gx, gw, gb
+
+
+def batch_row_parts(rows, n_out, n_in):
+    """The row_parts of a batch of `rows` whose backward is cut by them (BATCH_CUT_MAX_SHARE), else []."""
+    parts = row_parts(rows, rows * n_out * n_in)
+    small_sums = len(parts) * n_out * n_in <= BATCH_CUT_MAX_SHARE * rows * (n_in + n_out)
+    return parts if len(parts) > 1 and small_sums else []
+
+
+def _backward_by_batch_rows(gy, x, weight, input_grad, parts):
+    """linear_backward a part of the batch's rows at a time: gy_p^T x_p, the sum of gy_p's rows and gy_p W, each
+    part from its own rows of gy and x while they are in cache; the parts' gW and gb are then added in part order
+    (gW = gy^T x = the sum over parts of gy_p^T x_p)."""
+    gx = np.empty((gy.shape[0], weight.shape[1]), np.result_type(gy, weight)) if input_grad else None
+    gw_parts = np.empty((len(parts), gy.shape[1], x.shape[1]), np.result_type(gy, x))
+    gb_parts = np.empty((len(parts), gy.shape[1]), gy.dtype)
+
+    def backward_part(i):
+        rows = parts[i]
+        np.matmul(gy[rows].T, x[rows], out=gw_parts[i])
+        gy[rows].sum(axis=0, out=gb_parts[i])
+        if input_grad:
+            np.matmul(gy[rows], weight, out=gx[rows])
+
+    threads.for_each_block(backward_part, list(range(len(parts))))
+    return gx, gw_parts.sum(axis=0), gb_parts.sum(axis=0)
 
 
 def row_parts(length, work):

@@ -5,8 +5,8 @@ broadcast add: three graph nodes and their temporaries. Fused, it is one matrix
 product (plus the bias add) forward and two matrix products (plus a column sum)
 backward, on x flattened to rows: linear_forward and linear_backward below. On the
 CPU the op runs them from tensorlab/kernels/linear.py, where each large product is
-cut by rows (or columns) over the threads that use_threads set; tests/test_kernels.py checks them
-against the ones here.
+cut by rows (or columns) over the threads that use_threads set, and the backward of a
+large batch by its rows; tests/test_kernels.py checks them against the ones here.
 """
 
 from tensorlab import kernels
