@@ -5,7 +5,7 @@ A few batch elements at a time, so that each block's (H, T, T) scores stay in ca
 passes, the blocks spread over tensorlab.threads. The forward computes the scores, their mask, exp
 and normalisation in place, in the buffer that becomes P; it scales q (T x D numbers) rather than
 the scores (T x T), and normalises with one reciprocal per row and a multiply. The backward
-computes gS in place in the buffer of gP, and again scales q rather than gk, and gq once at the end.
+computes gS in place in the buffer of gP, and again scales q rather than gk, and gq block by block.
 The sums along rows come from OpenBLAS (row sums) and einsum (rowsum(gP * P)), and the row maxima from
 np.fmax (tensorlab/kernels/softmax.py): NumPy's own reductions along rows of T numbers are slower than
 the exponentials.
@@ -52,10 +52,10 @@ def causal_attention_backward(gy, q, k, v, weights, mask=None):
         gs -= np.einsum("...i,...i->...", gs, p)[..., None]  # rowsum(gP * P), without the product's array
         gs *= p  # gS
         np.matmul(gs, k[b], out=gq[b])
+        gq[b] *= scale
         np.matmul(gs.swapaxes(-1, -2), q[b] * scale, out=gk[b])
 
     threads.for_each_block(backward_block, _batch_blocks(gy))
-    gq *= scale
     return gq, gk, gv
 
 
