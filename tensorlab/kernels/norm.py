@@ -36,9 +36,9 @@ def rms_norm_backward(gy, xhat, r, weight):
 
     def rows(i):
         b = blocks[i]
-        g = gy_rows[b] * weight
-        gx[b] = g - xhat_rows[b] * _row_mean_of_product(g, xhat_rows[b])
-        gx[b] *= r_rows[b]
+        g = np.multiply(gy_rows[b], weight, out=gx[b])  # g = gy w, in gx's rows
+        g -= xhat_rows[b] * _row_mean_of_product(g, xhat_rows[b])
+        g *= r_rows[b]
         gw_parts[i] = np.einsum("ni,ni->i", gy_rows[b], xhat_rows[b])
 
     threads.for_each_block(rows, list(range(len(blocks))))
