@@ -45,6 +45,7 @@ def _small_blocks(monkeypatch):
     monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
     monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", SMALL_PART_ROWS)
     monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)
+    monkeypatch.setattr(fast_linear, "BIAS_BLOCK_BYTES", 1)  # a part of 18 rows adds its bias in blocks of 16 and 2
 
 
 def _rms_norm(rng, dtype, shape):
