@@ -30,7 +30,7 @@ def causal_attention_forward(q, k, v, bias, mask=None):
         s = np.matmul(q[b] * scale, k[b].swapaxes(-1, -2), out=weights[b])  # q k^T / sqrt(D)
         s += bias
         exp_and_max(s, axis=-1, out=s)  # exp(S - rowmax), in place
-        s *= 1 / _row_sums(s)  # P: rows sum to 1
+        s *= 1 / kernels.row_sums(s)  # P: rows sum to 1
         np.matmul(s if mask is None else s * mask[b], v[b], out=y[b])  # (P M) v
 
     threads.for_each_block(forward_block, _batch_blocks(q))
@@ -57,13 +57,6 @@ def causal_attention_backward(gy, q, k, v, weights, mask=None):
 
     threads.for_each_block(backward_block, _batch_blocks(gy))
     return gq, gk, gv
-
-
-def _row_sums(a):
-    """The sums along the last axis of a contiguous a, kept: one matrix-vector product with a vector of ones, which
-    OpenBLAS runs 6 times faster than NumPy's sum over rows of 64 numbers."""
-    rows = a.reshape(-1, a.shape[-1])
-    return (rows @ np.ones(a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def _batch_blocks(a):

@@ -65,9 +65,9 @@ def batch_row_parts(rows, n_out, n_in):
 
 
 def _backward_by_batch_rows(gy, x, weight, input_grad, parts):
-    """linear_backward a part of the batch's rows at a time: gy_p^T x_p, the sum of gy_p's rows and gy_p W, each
-    part from its own rows of gy and x while they are in cache; the parts' gW and gb are then added in part order
-    (gW = gy^T x = the sum over parts of gy_p^T x_p)."""
+    """linear_backward a part of the batch's rows at a time: gy_p^T x_p, the sum of gy_p's rows (by OpenBLAS,
+    kernels.column_sums) and gy_p W, each part from its own rows of gy and x while they are in cache; the parts'
+    gW and gb are then added in part order (gW = gy^T x = the sum over parts of gy_p^T x_p)."""
     gx = np.empty((gy.shape[0], weight.shape[1]), np.result_type(gy, weight)) if input_grad else None
     gw_parts = np.empty((len(parts), gy.shape[1], x.shape[1]), np.result_type(gy, x))
     gb_parts = np.empty((len(parts), gy.shape[1]), gy.dtype)
@@ -75,7 +75,7 @@ def _backward_by_batch_rows(gy, x, weight, input_grad, parts):
     def backward_part(i):
         rows = parts[i]
         np.matmul(gy[rows].T, x[rows], out=gw_parts[i])
-        gy[rows].sum(axis=0, out=gb_parts[i])
+        kernels.column_sums(gy[rows], out=gb_parts[i])
         if input_grad:
             np.matmul(gy[rows], weight, out=gx[rows])
 
