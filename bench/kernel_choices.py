@@ -3,7 +3,8 @@
     python bench/kernel_choices.py
 
 1. Reductions along short rows (attention's (16, 4, 64, 64) block of scores, cross-entropy's rows of 500):
-   NumPy's max against np.fmax.reduce, sum against a product with a vector of ones, (a * b).sum against einsum.
+   NumPy's max against np.fmax.reduce, sum against a product with a vector of ones, (a * b).sum against einsum;
+   and down the columns of a Linear part's gy (2048 x 384): NumPy's sum against ones^T gy.
 2. GELU's sign step on one cache block (131,072 float32): np.copysign against a multiply by (x >= 0).
 3. Linear's products cut into 2, 4, 8 or 16 parts over the thread pool (tensorlab.threads), for the shapes
    of the three bench configs (4096 rows): the time of x W^T, gy W and gy^T x.
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # `python bench/NAME.py` puts bench/ on the path;
 
 import tensorlab.threads  # noqa: E402
 from bench.engines import machine  # noqa: E402
-from tensorlab import backend  # noqa: E402
+from tensorlab import backend, kernels  # noqa: E402
 from tensorlab.kernels import embedding  # noqa: E402
 from tensorlab.memory import keep_freed_memory  # noqa: E402
 
@@ -69,6 +70,15 @@ def reductions(repeats):
             f"  (s * p).sum {median_us(repeats, row_dots_by_product, s, p):8.1f} us   "
             f"einsum {median_us(repeats, row_dots, s, p):8.1f} us"
         )
+
+
+def column_sums(repeats):
+    gy = np.random.default_rng(4).random((2048, 384), dtype=np.float32)
+    print("column sums of (2048, 384):")
+    print(
+        f"  sum(axis=0) {median_us(repeats, np.sum, gy, axis=0):8.1f} us   "
+        f"ones^T gy {median_us(repeats, kernels.column_sums, gy):8.1f} us"
+    )
 
 
 def sign_step(repeats):
@@ -137,6 +147,7 @@ def main(argv=None):
     keep_freed_memory()  # as train.py does: products write into reused memory, not fresh pages
     print(f"{machine()} | {args.threads} threads")
     reductions(args.repeats)
+    column_sums(args.repeats)
     sign_step(args.repeats)
     linear_parts(max(args.repeats // 4, 5), args.threads)
     scatter_add(args.repeats)
