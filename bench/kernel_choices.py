@@ -106,7 +106,6 @@ def product_in_parts(a, b, parts, by_rows):
 
 
 def linear_parts(repeats, threads):
-    tensorlab.threads.use_threads(threads)
     rng = np.random.default_rng(2)
     print(f"Linear's products in parts, {threads} threads (ms: x W^T / gy W / gy^T x):")
     for n, n_in, n_out in [(4096, 128, 384), (4096, 128, 500), (4096, 256, 768), (4096, 192, 576), (4096, 768, 192)]:
@@ -118,7 +117,6 @@ def linear_parts(repeats, threads):
             times = [median_us(repeats, product_in_parts, a, b, parts, by_rows) / 1e3 for a, b, by_rows in products]
             cells.append(f"{parts}: " + "/".join(f"{t:.2f}" for t in times))
         print(f"  ({n}, {n_in}, {n_out})  " + "   ".join(cells))
-    tensorlab.threads.use_threads(1)
 
 
 def rows_added_at(ids, rows, num_segments):
@@ -145,12 +143,16 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     keep_freed_memory()  # as train.py does: products write into reused memory, not fresh pages
+    # as train.py does too: the pool's threads, and OpenBLAS held to one thread, as each kernel block runs it (a
+    # product with a vector of ones measured on OpenBLAS's own two threads would not be the kernels' time)
+    tensorlab.threads.use_threads(args.threads)
     print(f"{machine()} | {args.threads} threads")
     reductions(args.repeats)
     column_sums(args.repeats)
     sign_step(args.repeats)
     linear_parts(max(args.repeats // 4, 5), args.threads)
     scatter_add(args.repeats)
+    tensorlab.threads.use_threads(1)
 
 
 if __name__ == "__main__":
