@@ -45,6 +45,7 @@ import numpy as np
 from tqdm import tqdm
 
 import tensorlab
+import tensorlab.command_line
 import tensorlab.memory
 import tensorlab.threads
 from models import checkpoint
@@ -294,6 +295,15 @@ def report_end(trainer, final, report):
     return final
 
 
+def _say_from_a_signal_handler(line):
+    """Write a line to stderr around Python's buffer: the signal may have come inside a print to stderr, and a
+    buffered stream refuses a write from inside another ("reentrant call") where stderr is not unbuffered."""
+    try:
+        os.write(sys.stderr.fileno(), f"{line}\n".encode())
+    except (AttributeError, OSError, ValueError):  # an in-memory stderr (a test's capture): no fd, no buffer to race
+        print(line, file=sys.stderr)
+
+
 class _StopOnSignal:
     """While active, a first Ctrl-C, SIGTERM or SIGHUP asks the loop to stop after the current step and save `latest`.
 
@@ -312,7 +322,7 @@ class _StopOnSignal:
             raise KeyboardInterrupt
         self.requested, self.signum = True, signum
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(f"\n{name}: saving a checkpoint after this step (a second signal aborts)", file=sys.stderr)
+        _say_from_a_signal_handler(f"\n{name}: saving a checkpoint after this step (a second signal aborts)")
 
     def exit_status(self):
         """128 + the signal's number, as a shell reports a process ended by it (130 for Ctrl-C)."""
@@ -617,9 +627,8 @@ def main(argv=None, on_step=None):
     except NonFiniteError as err:
         print(f"train.py: stopped: {err}", file=sys.stderr)
         return 3
-    except BrokenPipeError:  # the reader of the output went away (`... | head`): stop quietly, as a Unix tool does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
-        return 141  # 128 + SIGPIPE: what a shell reports for a tool its pipe's reader stopped
+    except BrokenPipeError:  # the reader of the output went away (`... | head`): not a file error; see exit_with
+        raise
     except OSError as err:  # a full disk (ENOSPC), a read-only (EROFS) or forbidden (EACCES) place, ...
         what = f"{err.filename or 'a file'}: {err.strerror or err}"
         if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
@@ -643,4 +652,4 @@ def main(argv=None, on_step=None):
 if __name__ == "__main__":
     tensorlab.memory.keep_freed_memory()
     tensorlab.threads.use_threads()  # every core for the element-wise passes too (OPENBLAS_NUM_THREADS limits it)
-    sys.exit(main())
+    tensorlab.command_line.exit_with(main)

@@ -17,6 +17,12 @@ from types import SimpleNamespace
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# Every command a test runs meets Python as a user's shell has it: this machine's environment sets
+# PYTHONUNBUFFERED=1 and PYTHONDONTWRITEBYTECODE=1, a bare shell sets neither (a broken pipe or a signal inside
+# a print behaves differently with Python's buffers; .ci/run also runs the suite from a bare environment).
+for _var in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"):
+    os.environ.pop(_var, None)
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 

@@ -299,8 +299,9 @@ def test_perplexity_of_a_huge_loss_is_inf():
     assert perplexity(1000.0) == math.inf and perplexity(2.0) == pytest.approx(math.exp(2.0), rel=1e-15)
 
 
-def test_generate_into_a_pipe_whose_reader_stopped_ends_quietly(run_dir):
+@pytest.mark.parametrize("buffering", ["buffered", "unbuffered"])
+def test_generate_into_a_pipe_whose_reader_stopped_ends_quietly(run_dir, buffering):
     """`train.py generate RUN | head -1`: no 'cannot use a file: Broken pipe', no traceback; exit 141."""
     argv = [sys.executable, "train.py", "generate", str(run_dir), "--prompt", "ROMEO:", "--max-new-tokens", "20"]
-    done = run_into_a_closed_pipe(argv, cwd=ROOT)
+    done = run_into_a_closed_pipe(argv, cwd=ROOT, buffering=buffering)
     assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]

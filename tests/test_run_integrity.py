@@ -7,6 +7,7 @@ run that continues; no finished file is overwritten.
 """
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -244,6 +245,32 @@ def test_a_run_killed_inside_its_first_evaluation_resumes_from_step_zero(tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (read_checkpoint(run / "checkpoints" / "latest") for run in (out, finished))
     assert a["progress"]["step"] == 12 and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
+
+
+def test_a_signal_inside_a_print_to_a_buffered_stderr_still_says_what_it_does(tmp_path, monkeypatch):
+    """Ctrl-C landing inside a print to stderr, buffered as in a user's shell: the handler's own message must not
+    be a second write into the same buffer (RuntimeError: reentrant call), whatever PYTHONUNBUFFERED says."""
+    import train
+
+    stop, log = train._StopOnSignal(), open(tmp_path / "stderr", "wb")
+
+    class SignalMidWrite(io.RawIOBase):  # the file under stderr's buffer; the signal comes while it writes
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return log.fileno()
+
+        def write(self, data):
+            if not stop.requested:
+                stop._handle(signal.SIGINT, None)
+            return os.write(log.fileno(), data)
+
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BufferedWriter(SignalMidWrite()), line_buffering=True))
+    print("writing checkpoints/latest.safetensors", file=sys.stderr, flush=True)
+    log.close()
+    written = (tmp_path / "stderr").read_text()
+    assert stop.requested and "Ctrl-C: saving a checkpoint after this step" in written, written
 
 
 def test_a_second_ctrl_c_inside_a_snapshot_write_keeps_the_run_whole(tmp_path, corpus):

@@ -412,9 +412,11 @@ def test_a_pipe_in_a_diagnosis_stays_inside_its_markdown_cell():
     assert cells == ["alice", "mul", "no", "|yours - reference| > 1e-12 (|a| + 1)", "123456"]
 
 
-def test_a_reader_that_stops_early_ends_the_check_quietly(tmp_path):
+@pytest.mark.parametrize("buffering", ["buffered", "unbuffered"])
+def test_a_reader_that_stops_early_ends_the_check_quietly(tmp_path, buffering):
     """`check ... | head -1`: the pipe's reader is gone before the check writes; no traceback, exit 141."""
     stub = tmp_path / "softmax.py"
     assert run_main("stub", "softmax", str(stub))[0] == 0
-    done = run_into_a_closed_pipe([sys.executable, "-m", "tensorlab.exercises", "check", "softmax", str(stub)], ROOT)
+    argv = [sys.executable, "-m", "tensorlab.exercises", "check", "softmax", str(stub)]
+    done = run_into_a_closed_pipe(argv, ROOT, buffering)
     assert done.returncode == 141 and done.stderr == "", done.stderr[-2000:]

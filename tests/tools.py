@@ -21,11 +21,17 @@ def installed_tool(name):
     return str(path)
 
 
-def run_into_a_closed_pipe(argv, cwd):
-    """Run `argv` with its stdout a pipe whose reader closed before it starts (every write fails with EPIPE)."""
+def run_into_a_closed_pipe(argv, cwd, buffering):
+    """Run `argv` with its stdout a pipe whose reader closed before it starts (every write fails with EPIPE).
+
+    buffering: "buffered" as in a user's shell (Python buffers a pipe, so the error comes at a flush) or
+    "unbuffered" as with PYTHONUNBUFFERED=1 (the error comes at the first print); both must end quietly.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env.update({"PYTHONUNBUFFERED": "1"} if buffering == "unbuffered" else {})
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=cwd)
+        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=cwd, env=env)
     finally:
         os.close(write_end)

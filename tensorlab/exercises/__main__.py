@@ -15,11 +15,11 @@ import argparse
 import contextlib
 import difflib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
+from tensorlab.command_line import exit_with
 from tensorlab.exercises import adamw_check, assignment, check, engine_check, grade
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import LEVELS, Report
@@ -161,8 +161,4 @@ RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as a Unix tool does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
-        sys.exit(141)  # 128 + SIGPIPE: what a shell reports for a tool its pipe's reader stopped
+    exit_with(main)  # quietly with 141 when the reader goes away (`... | head`), as a Unix tool does
