@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from tensorlab import backend, roundoff, version_counter
+from tensorlab import backend, version_counter
 
 
 class _GradMode(threading.local):
@@ -585,8 +585,6 @@ def _accumulate_into_leaf(tensor, gx):
     else:
         tensor.grad += gx
 
-
-roundoff.install_from_environment(Function)  # TENSORLAB_ROUNDOFF_CHAOS=SEED: tests meet another machine's last bits
 
 # Imported last: functional builds on the ops, and the ops build on Function above.
 from tensorlab import functional as F  # noqa: E402
