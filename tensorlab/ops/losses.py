@@ -10,8 +10,10 @@ import math
 import numpy as np
 
 from tensorlab import backend
+from tensorlab.kernels import as_rows
 from tensorlab.ops.cross_entropy import REDUCTIONS, check_reduction, check_targets, ignored
-from tensorlab.ops.dtypes import check_floating
+from tensorlab.ops.dtypes import check_floating, promote
+from tensorlab.ops.elementwise import log_sigmoid, sigmoid
 from tensorlab.tensor import Function
 
 
@@ -28,7 +30,7 @@ class ElementwiseLoss(Function):
             raise ValueError(
                 f"{self.name}: input of shape {shapes[0]} and target of shape {shapes[1]} must have the same shape"
             )
-        return super().__call__(x, target)
+        return super().__call__(*promote(self.name, x, target))  # in PyTorch's common dtype
 
     def forward(self, x, target):
         check_floating(self.name, x)
@@ -87,18 +89,15 @@ class BinaryCrossEntropyWithLogits(ElementwiseLoss):
     name = "binary_cross_entropy_with_logits"
 
     def losses(self, x, target):
-        xp = backend.array_module(x)
         self.x, self.target = x, target
-        # -(t log s + (1 - t) log(1 - s)), s = sigmoid(x),  =  (1 - t) x + log(1 + e^-x)
-        #   =  max(x, 0) - t x + log(1 + e^-|x|): no exponent is positive
-        return xp.maximum(x, 0) - target * x + xp.log1p(xp.exp(-xp.abs(x)))
+        # -(t log s + (1 - t) log(1 - s)), s = sigmoid(x), log(1 - s) = log s - x,  =  (1 - t) x - log s,
+        # with log s = log_sigmoid(x), exact for any x (PyTorch's formula)
+        return (1 - target) * x - log_sigmoid(x)
 
     def backward(self, gy):
-        # l = (1 - t) x + log(1 + e^-x)  =>  gx = gl (sigmoid(x) - t),  gt = -gl x
-        xp = backend.array_module(gy)
+        # l = (1 - t) x - log sigmoid(x)  =>  gx = gl (sigmoid(x) - t),  gt = -gl x
         gl = self.loss_grad(gy)
-        sigmoid = 0.5 * (xp.tanh(0.5 * self.x) + 1)  # overflow-free, as the sigmoid op
-        return gl * (sigmoid - self.target), -gl * self.x
+        return gl * (sigmoid(self.x) - self.target), -gl * self.x
 
 
 class NllLoss(Function):
@@ -113,7 +112,7 @@ class NllLoss(Function):
     def forward(self, log_probs, targets):
         check_targets(log_probs, targets, self.ignore_index, op_name="nll_loss")
         xp = backend.array_module(log_probs)
-        x = log_probs.reshape(-1, log_probs.shape[-1])  # (N, C)
+        x = as_rows(log_probs)  # (N, C)
         self.valid = ~ignored(targets.reshape(-1), self.ignore_index)
         self.t = xp.where(self.valid, targets.reshape(-1), 0)  # any class for ignored rows; masked below
         self.rows, self.shape = xp.arange(len(self.t)), log_probs.shape
@@ -135,5 +134,5 @@ class NllLoss(Function):
         else:
             gl = gy if self.reduction == "sum" else gy / xp.maximum(self.count, 1)
         gx = xp.zeros((len(self.t), self.shape[-1]), dtype=gy.dtype)
-        gx[self.rows, self.t] = -gl * self.valid
+        gx[self.rows, self.t] = xp.where(self.valid, -gl, gy.dtype.type(0))  # selected: an inf gy gives 0 there
         return gx.reshape(self.shape), None

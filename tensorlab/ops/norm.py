@@ -50,7 +50,7 @@ def layer_norm_backward(gy, xhat, r, weight):
 
 def _sum_over_rows(a):
     """Sum over every axis but the last: how a per-feature weight or bias gathers its gradient."""
-    return a.reshape(-1, a.shape[-1]).sum(axis=0)
+    return kernels.as_rows(a).sum(axis=0)
 
 
 def _check_params(op_name, x, *params):
