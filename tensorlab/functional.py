@@ -125,7 +125,7 @@ def neg(x):
 
 def pow(x, exponent):  # noqa: A001 (NumPy's name)
     """x ** exponent. A Python number exponent takes no gradient; a tensor one does (and x may be a number)."""
-    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and isinstance(x, Tensor):
+    if isinstance(exponent, (int, float)) and isinstance(x, Tensor):
         return _ew.Pow(exponent)(cast("pow", x, result_type(x, exponent)))
     return _ew.PowTensor()(x, exponent)
 

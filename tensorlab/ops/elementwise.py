@@ -19,15 +19,21 @@ class BinaryOp(Function):
     """Shared by the ops of two operands: casts them to PyTorch's result dtype (tensorlab.ops.dtypes; true division
     of integers gives the default float), checks that they broadcast."""
 
-    refuses_bool = False  # sub and pow of two bools: PyTorch refuses them
-
     def __call__(self, a, b):
         name, dtype = self.name or type(self).__name__.lower(), result_type(a, b)
-        if dtype.kind == "b" and self.refuses_bool:
-            raise TypeError(f"{name}: not defined for two bool operands, as in PyTorch; convert one to int first")
+        if self.refuses_bool(_is_bool(a), _is_bool(b)):
+            raise TypeError(f"{name}: not defined for these bool operands, as in PyTorch; convert them to int first")
         a, b = promote(name, a, b, dtype=floating(dtype) if isinstance(self, Div) else dtype)
         broadcast_shape(name, *[getattr(v, "shape", ()) for v in (a, b)])
         return super().__call__(a, b)
+
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        """Whether PyTorch refuses the op for these operands (sub: any bool, pow: two bools)."""
+        return False
+
+
+def _is_bool(v):
+    return v.dtype.kind == "b" if hasattr(v, "dtype") else type(v) is bool
 
 
 class Add(BinaryOp):
@@ -41,7 +47,8 @@ class Add(BinaryOp):
 
 
 class Sub(BinaryOp):
-    refuses_bool = True
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        return a_is_bool or b_is_bool
 
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
@@ -93,13 +100,13 @@ class Pow(Function):
         self.exponent = exponent
 
     def forward(self, x):
-        if x.dtype.kind == "b" or (x.dtype.kind in "iu" and self.exponent < 0):
+        if x.dtype.kind in "iu" and self.exponent < 0:
             raise ValueError(
-                f"pow: {x.dtype} ** {self.exponent} is not defined, as in PyTorch (no bool powers, no negative powers "
-                f"of integers); convert x to float first"
+                f"pow: {x.dtype} ** {self.exponent}: integers to negative integer powers are not defined, as in "
+                f"PyTorch; convert x to float first"
             )
         self.x = x
-        return x**self.exponent
+        return (x**self.exponent).astype(x.dtype, copy=False)  # bool ** True: NumPy's int8, PyTorch's bool
 
     def backward(self, gy):
         # y = x^p  =>  gx = gy * p * x^(p-1)  (and 0 for p = 0, where x^-1 would give 0 * inf at x = 0)
@@ -113,7 +120,9 @@ class PowTensor(BinaryOp):
     """a ** b with a tensor exponent b (either operand may be a Python number); both take a gradient."""
 
     name = "pow"
-    refuses_bool = True
+
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        return a_is_bool and b_is_bool
 
     def forward(self, a, b):
         if a.dtype.kind in "iu" and (b < 0).any():

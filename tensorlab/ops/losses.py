@@ -12,13 +12,19 @@ import numpy as np
 from tensorlab import backend
 from tensorlab.kernels import as_rows
 from tensorlab.ops.cross_entropy import REDUCTIONS, check_reduction, check_targets, ignored
-from tensorlab.ops.dtypes import check_floating, promote
+from tensorlab.ops.dtypes import check_floating, check_same_dtype, promote
 from tensorlab.ops.elementwise import log_sigmoid, sigmoid
 from tensorlab.tensor import Function
 
 
 class ElementwiseLoss(Function):
-    """Shared by the losses of an input and a target of the same shape."""
+    """Shared by the losses of an input and a target of the same shape, computed in PyTorch's common dtype.
+
+    What PyTorch takes differs by loss: mse_loss any pair whose common dtype is floating, the binary cross
+    entropies floats only (binary_cross_entropy of one dtype only): `takes` says which.
+    """
+
+    takes = "a floating common dtype"
 
     def __init__(self, reduction="mean"):
         check_reduction(self.name, reduction)
@@ -30,11 +36,16 @@ class ElementwiseLoss(Function):
             raise ValueError(
                 f"{self.name}: input of shape {shapes[0]} and target of shape {shapes[1]} must have the same shape"
             )
-        return super().__call__(*promote(self.name, x, target))  # in PyTorch's common dtype
+        arrays = [getattr(v, "data", v) for v in (x, target)]
+        if self.takes != "a floating common dtype":
+            for array in arrays:
+                check_floating(self.name, array)
+        if self.takes == "one floating dtype":
+            check_same_dtype(self.name, *arrays)
+        return super().__call__(*promote(self.name, x, target))
 
     def forward(self, x, target):
         check_floating(self.name, x)
-        check_floating(self.name, target)
         self.shape = x.shape
         return REDUCTIONS[self.reduction](self.losses(x, target))
 
@@ -63,6 +74,7 @@ class BinaryCrossEntropy(ElementwiseLoss):
     """On probabilities p in [0, 1]; each log is clamped at -100, as in PyTorch, so p = 0 or 1 stays finite."""
 
     name = "binary_cross_entropy"
+    takes = "one floating dtype"
 
     def losses(self, p, target):
         xp = backend.array_module(p)
@@ -87,6 +99,7 @@ class BinaryCrossEntropyWithLogits(ElementwiseLoss):
     """binary_cross_entropy of sigmoid(x), computed from the logits x without overflow."""
 
     name = "binary_cross_entropy_with_logits"
+    takes = "floats"
 
     def losses(self, x, target):
         self.x, self.target = x, target
