@@ -82,17 +82,19 @@ class BinaryCrossEntropy(ElementwiseLoss):
             raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1] (shape {p.shape})")
         self.p, self.target = p, target
         with np.errstate(divide="ignore"):
-            self.log_p, self.log_q = xp.log(p), xp.log1p(-p)  # log p and log(1 - p)
-        return -(target * xp.maximum(self.log_p, -100) + (1 - target) * xp.maximum(self.log_q, -100))
+            log_p, log_q = xp.log(p), xp.log1p(-p)  # log p and log(1 - p)
+        return -(target * xp.maximum(log_p, -100) + (1 - target) * xp.maximum(log_q, -100))
 
     def backward(self, gy):
-        # l = -(t log p + (1 - t) log(1 - p))  =>  gp = gl (p - t) / (p (1 - p)),  gt = gl (log(1 - p) - log p)
-        # (PyTorch's guard: p (1 - p) no smaller than 1e-12; gt is infinite at p = 0 or 1, as there)
+        # l = -(t log p + (1 - t) log(1 - p))  =>  gp = gl (p - t) / (p (1 - p)),  gt = -gl log(p / (1 - p))
+        # (PyTorch's guard: p (1 - p) no smaller than 1e-12, a float32 constant there; gt is infinite at p = 0
+        # or 1, as there; log(p / (1 - p)) keeps the digits log p - log(1 - p) loses near p = 1/2)
         xp = backend.array_module(gy)
         gl = self.loss_grad(gy)
         p = self.p
-        gp = gl * (p - self.target) / xp.maximum(p * (1 - p), p.dtype.type(1e-12))
-        return gp, gl * (self.log_q - self.log_p)
+        gp = gl * (p - self.target) / xp.maximum(p * (1 - p), p.dtype.type(np.float32(1e-12)))
+        with np.errstate(divide="ignore"):
+            return gp, -gl * xp.log(p / (1 - p))
 
 
 class BinaryCrossEntropyWithLogits(ElementwiseLoss):

@@ -95,11 +95,10 @@ class Var(Reduction):
         # same formula (n - c < 0 gives a finite gradient, 0 gives inf or NaN); over all, gy * (NaN where
         # x_i = m, else inf)
         xp, gy = backend.array_module(gy), expand_reduced(gy, self.x_shape, self.axes)
-        if self.dof <= 0 and (self.axis is None or len(self.x_shape) == 0):
-            return gy * xp.where(self.centered == 0, gy.dtype.type("nan"), gy.dtype.type("inf"))
         with np.errstate(divide="ignore", invalid="ignore"):
-            scale = gy.dtype.type(2) / gy.dtype.type(self.dof)
-            return scale * gy * self.centered
+            if self.dof <= 0 and (self.axis is None or len(self.x_shape) == 0):
+                return gy * xp.where(self.centered == 0, gy.dtype.type("nan"), gy.dtype.type("inf"))
+            return gy.dtype.type(2) / gy.dtype.type(self.dof) * gy * self.centered
 
 
 class Std(Var):
