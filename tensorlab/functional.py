@@ -21,7 +21,7 @@ from tensorlab.ops.compare import compare
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
-from tensorlab.ops.dtypes import as_floating, cast, check_floating, result_type
+from tensorlab.ops.dtypes import cast, check_floating, floating, result_type
 from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
@@ -480,10 +480,9 @@ def embedding(ids, weight):
 
 
 def _floating(x):
-    """x itself if it holds floats; an integer or bool tensor as a float32 copy. exp, log, sqrt, tanh and
-    sigmoid of integers, their fractional powers and clamping them to float limits give float32 in PyTorch
-    (its default dtype), where NumPy gives float64."""
-    return Tensor(as_floating(x.data)) if isinstance(x, Tensor) and x.dtype.kind != "f" else x
+    """x itself if it holds floats; an integer or bool tensor in the default float dtype (float32): exp, log, sqrt,
+    tanh and sigmoid of integers give float32 in PyTorch, where NumPy gives float64."""
+    return cast("float", x, floating(x.dtype)) if isinstance(x, Tensor) else x
 
 
 def _data(x):

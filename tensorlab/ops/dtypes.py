@@ -83,8 +83,3 @@ def check_floating(op_name, x):
             f"{op_name}: input must be floating point, got dtype {x.dtype} (shape {x.shape}); "
             f"convert it first, e.g. x.astype('float32'), as PyTorch asks too"
         )
-
-
-def as_floating(x):
-    """Array x itself if it holds floats, else x in the default float dtype (exp of an int is float32)."""
-    return x if x.dtype.kind == "f" else x.astype(DEFAULT_FLOAT)

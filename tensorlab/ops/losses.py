@@ -78,9 +78,8 @@ class BinaryCrossEntropy(ElementwiseLoss):
 
     def losses(self, p, target):
         xp = backend.array_module(p)
-        for name, v in (("input", p), ("target", target)):  # PyTorch checks both (one shape)
-            if ((v < 0) | (v > 1)).any():
-                raise ValueError(f"binary_cross_entropy: every {name} must be a probability in [0, 1] ({p.shape})")
+        if ((p < 0) | (p > 1)).any():
+            raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1] (shape {p.shape})")
         self.p, self.target = p, target
         with np.errstate(divide="ignore"):
             log_p, log_q = xp.log(p), xp.log1p(-p)  # log p and log(1 - p)
