@@ -82,6 +82,8 @@ CALLS = [
     ("eq-number", lambda x: F.eq(x, 2), 1),
     ("lt-number", lambda x: F.lt(x, 0.5), 1),
     ("add-number", lambda x: x + 300, 1),
+    ("add-string", lambda x: x + "a", 1),
+    ("where-list", lambda x: F.where(x > 0, x, [1.0]), 1),
     ("reshape", lambda x: F.reshape(x, (-1,)), 1),
     ("broadcast_to", lambda x: F.broadcast_to(x, (2, 3)), 1),
     ("unsqueeze", lambda x: F.unsqueeze(x, 0), 1),

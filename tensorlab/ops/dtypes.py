@@ -21,6 +21,8 @@ def result_type(*operands):
     for v in operands:
         if v is None:
             continue
+        if not hasattr(v, "dtype") and type(v) not in _PYTHON_NUMBER:
+            raise TypeError(f"expected tensors, arrays or Python numbers as operands, got {type(v).__name__} {v!r:.40}")
         rank, dtype = (0 if v.ndim else 1, v.dtype) if hasattr(v, "dtype") else (2, _PYTHON_NUMBER[type(v)])
         best[rank] = _promote(best[rank], dtype) if rank in best else dtype
     result = None
