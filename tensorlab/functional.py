@@ -506,7 +506,7 @@ def _checked_on_host(ids, like, check):
 def rms_norm(x, weight=None, eps=1e-5):
     """x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
     _check_normalizable("rms_norm", x)
-    weight = _filled_like_last_axis(x, 1) if weight is None else weight
+    weight = _filled_like_last_axis(x, 1) if weight is None else cast("rms_norm", weight, x.dtype)  # x's, as PyTorch
     return x * weight if x.shape[-1] == 0 else RMSNorm(eps)(x, weight)  # no features: empty, as PyTorch
 
 

@@ -12,6 +12,7 @@ against the ones here.
 
 from tensorlab import backend, kernels
 from tensorlab.kernels import norm as fast
+from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
 
@@ -54,6 +55,7 @@ def _sum_over_rows(a):
 
 
 def _check_params(op_name, x, *params):
+    check_same_dtype(op_name, x, *params)  # PyTorch's layer_norm refuses mixed dtypes (rms_norm casts its weight)
     for p in params:
         if p.shape != x.shape[-1:]:
             raise ValueError(

@@ -53,8 +53,8 @@ class Rope(Function):
             )
         for table in (x, cos, sin):
             check_floating("rope", table)
-        self.cos = halves(cos)  # (T, 2, D/2)
-        self.signed_sin = halves(sin).copy()
+        self.cos = halves(cos.astype(x.dtype, copy=False))  # (T, 2, D/2), in x's dtype: the tables take no gradient
+        self.signed_sin = halves(sin).astype(x.dtype)  # a copy
         self.signed_sin[:, 0] *= -1  # [-sin1, sin2]
         forward = fast.rope_forward if fast.applies_to(x) else rope_forward
         return forward(x, self.cos, self.signed_sin)
