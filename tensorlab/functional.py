@@ -21,7 +21,7 @@ from tensorlab.ops.compare import compare
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
-from tensorlab.ops.dtypes import as_floating, check_floating
+from tensorlab.ops.dtypes import cast, check_floating, floating, result_type
 from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
@@ -44,6 +44,8 @@ __all__ = [
     "sqrt",
     "tanh",
     "sigmoid",
+    "logsigmoid",
+    "softplus",
     "maximum",
     "minimum",
     "clamp",
@@ -57,6 +59,8 @@ __all__ = [
     "min",
     "var",
     "std",
+    "all",
+    "any",
     "argmax",
     "argmin",
     "eq",
@@ -121,8 +125,8 @@ def neg(x):
 
 def pow(x, exponent):  # noqa: A001 (NumPy's name)
     """x ** exponent. A Python number exponent takes no gradient; a tensor one does (and x may be a number)."""
-    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool) and isinstance(x, Tensor):
-        return _ew.Pow(exponent)(_floating(x) if isinstance(exponent, float) else x)
+    if isinstance(exponent, (int, float)) and isinstance(x, Tensor):
+        return _ew.Pow(exponent)(cast("pow", x, result_type(x, exponent)))
     return _ew.PowTensor()(x, exponent)
 
 
@@ -139,7 +143,8 @@ def minimum(a, b):
 def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's names)
     """x limited to [min, max] (Python numbers; None: unbounded on that side), as torch.clamp: the gradient
     passes where min <= x <= max, limits included."""
-    return _ew.Clamp(min, max)(_floating(x) if isinstance(min, float) or isinstance(max, float) else x)
+    op = _ew.Clamp(min, max)
+    return op(cast("clamp", x, result_type(x, min, max)))
 
 
 def exp(x):
@@ -160,6 +165,18 @@ def tanh(x):
 
 def sigmoid(x):
     return _ew.Sigmoid()(_floating(x))
+
+
+def logsigmoid(x):
+    """log(sigmoid(x)), computed as min(x, 0) - log(1 + e^-|x|): finite and exact for any x."""
+    check_floating("logsigmoid", _data(x))  # as PyTorch, which has no integer kernel for it
+    return _ew.LogSigmoid()(x)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + e^(beta x)) / beta, and x where beta x > threshold, as torch.nn.functional.softplus."""
+    check_floating("softplus", _data(x))  # as PyTorch, which has no integer kernel for it
+    return _ew.Softplus(beta, threshold)(x)
 
 
 def relu(x):
@@ -228,6 +245,21 @@ def std(x, axis=None, keepdims=False, correction=1):
     return Std(axis, keepdims, correction)(x)
 
 
+def all(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Whether every element (along `axis`) is nonzero: a boolean tensor that takes no gradient."""
+    return _truth("all", _data(x), axis, keepdims)
+
+
+def any(x, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Whether some element (along `axis`) is nonzero: a boolean tensor that takes no gradient."""
+    return _truth("any", _data(x), axis, keepdims)
+
+
+def _truth(op_name, x, axis, keepdims):
+    axes = normalize_axes(op_name, axis, x.ndim)
+    return Tensor(backend.array_module(x).asarray(getattr(x, op_name)(axis=axes, keepdims=keepdims)))
+
+
 def argmax(x, axis=None, keepdims=False):
     """The index (int64) of the first maximum along one `axis`, or in the flattened x (axis None); no gradient."""
     return Tensor(arg_extreme("argmax", _data(x), axis, keepdims))
@@ -279,7 +311,7 @@ def broadcast_to(x, shape):
     offset = len(shape) - x.ndim
     if offset < 0:
         raise ValueError(f"broadcast_to: shape {shape} has fewer axes than x's shape {x.shape}")
-    if any(n == -1 for n in shape[:offset]):
+    if -1 in shape[:offset]:
         raise ValueError(f"broadcast_to: -1 (keep the size) cannot stand for a new leading axis in {shape}")
     shape = tuple(x.shape[i - offset] if n == -1 else n for i, n in enumerate(shape))
     return _shape.BroadcastTo(shape)(x)
@@ -448,10 +480,9 @@ def embedding(ids, weight):
 
 
 def _floating(x):
-    """x itself if it holds floats; an integer or bool tensor as a float32 copy. exp, log, sqrt, tanh and
-    sigmoid of integers, their fractional powers and clamping them to float limits give float32 in PyTorch
-    (its default dtype), where NumPy gives float64."""
-    return Tensor(as_floating(x.data)) if isinstance(x, Tensor) and x.dtype.kind != "f" else x
+    """x itself if it holds floats; an integer or bool tensor in the default float dtype (float32): exp, log, sqrt,
+    tanh and sigmoid of integers give float32 in PyTorch, where NumPy gives float64."""
+    return cast("float", x, floating(x.dtype)) if isinstance(x, Tensor) else x
 
 
 def _data(x):
@@ -474,20 +505,31 @@ def _checked_on_host(ids, like, check):
 
 def rms_norm(x, weight=None, eps=1e-5):
     """x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
-    return RMSNorm(eps)(x, _filled_like_last_axis(x, 1) if weight is None else weight)
+    _check_normalizable("rms_norm", x)
+    weight = _filled_like_last_axis(x, 1) if weight is None else cast("rms_norm", weight, x.dtype)  # x's, as PyTorch
+    return x * weight if x.shape[-1] == 0 else RMSNorm(eps)(x, weight)  # no features: empty, as PyTorch
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias, over the last axis."""
+    _check_normalizable("layer_norm", x)
     weight = _filled_like_last_axis(x, 1) if weight is None else weight
     bias = _filled_like_last_axis(x, 0) if bias is None else bias
-    return LayerNorm(eps)(x, weight, bias)
+    return x * weight + bias if x.shape[-1] == 0 else LayerNorm(eps)(x, weight, bias)  # no features: empty
+
+
+def _check_normalizable(op_name, x):
+    """A floating x with a last axis to normalise over: PyTorch refuses integers, bools and 0-d tensors too."""
+    check_floating(op_name, _data(x))
+    if x.ndim == 0:
+        raise ValueError(f"{op_name}: x must have a last axis to normalise over, got a 0-d tensor (as PyTorch)")
 
 
 def dropout(x, p=0.5, training=True):
     """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
     if not training or p == 0:
         return x
+    check_floating("dropout", _data(x))  # as PyTorch, whose mask of floats cannot scale an integer or bool x
     return Dropout(p)(x)
 
 

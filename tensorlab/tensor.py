@@ -110,6 +110,8 @@ class Tensor:
         return self.creator is None
 
     def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor: it has no first axis (as PyTorch); use .item() for its value")
         return len(self._data)
 
     def __repr__(self):
@@ -298,13 +300,21 @@ class Tensor:
             )
         return bool(self.item())
 
+    def __float__(self):
+        """float(x) of a one-element tensor, as PyTorch."""
+        return float(self.item())
+
+    def __int__(self):
+        """int(x) of a one-element tensor (truncated toward 0), as PyTorch."""
+        return int(self.item())
+
     def all(self, axis=None, keepdims=False):
         """Whether every element (along `axis`) is nonzero: a boolean tensor, no gradient."""
-        return Tensor(backend.array_module(self._data).asarray(self._data.all(axis=axis, keepdims=keepdims)))
+        return F.all(self, axis, keepdims)
 
     def any(self, axis=None, keepdims=False):
         """Whether some element (along `axis`) is nonzero: a boolean tensor, no gradient."""
-        return Tensor(backend.array_module(self._data).asarray(self._data.any(axis=axis, keepdims=keepdims)))
+        return F.any(self, axis, keepdims)
 
     def sum(self, axis=None, keepdims=False):
         return F.sum(self, axis=axis, keepdims=keepdims)
@@ -511,21 +521,12 @@ def topological_order(root):
 
 
 def _as_tensor(x, inputs):
-    """Wrap a Python scalar or array as a constant Tensor on the device of the other inputs.
-
-    A Python scalar takes the dtype of the first floating tensor among `inputs`, so
-    float32 stays float32 (`x * 2.0` must not turn into float64).
-    """
-    if isinstance(x, Tensor):
-        return x
-    tensors = [t for t in inputs if isinstance(t, Tensor)]
-    floating = [t for t in tensors if t.dtype.kind == "f"]
-    like = floating[0] if floating else tensors[0] if tensors else None  # where(bool_mask, x, 0.0): x
+    """Wrap an array or Python number as a constant Tensor on the device of the other inputs (its dtype the op
+    chose already: tensorlab.ops.dtypes casts an op's operands to PyTorch's result dtype)."""
+    like = next((t for t in inputs if isinstance(t, Tensor)), None)
     if like is None:
         return tensor(x)
     xp = backend.array_module(like._data)
-    if isinstance(x, (bool, int, float)) and like.dtype.kind == "f":
-        return Tensor(xp.asarray(x, dtype=like.dtype))
     return Tensor(xp.asarray(backend.to_device(x, like.device) if hasattr(x, "dtype") else x))
 
 

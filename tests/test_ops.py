@@ -134,7 +134,8 @@ TARGETS_IGNORED = np.array([[1, -100, 3], [0, 0, -100]])
 COMPARED_A = randn(3, 4)
 COMPARED_B = with_ties(COMPARED_A, randn(3, 4))
 TIED = np.array([[2.0, 2.0, 1.0, 2.0], [0.5, 3.0, -1.0, 3.0], [1.0, 0.0, -2.0, 0.0]])  # 3-way, 2-way, 2-way ties
-NO_GRADIENT = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"}  # their outputs are indices or booleans
+# their outputs are indices or booleans
+NO_GRADIENT = {"all", "any", "argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def _comparison_cases(name, torch_fn):
@@ -228,6 +229,20 @@ CASES = {
     "sigmoid": [
         Case("matrix", F.sigmoid, torch.sigmoid, randn(3, 4, scale=2)),
         Case("large", F.sigmoid, torch.sigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
+    ],
+    "logsigmoid": [
+        Case("matrix", F.logsigmoid, TF.logsigmoid, randn(3, 4, scale=2)),
+        Case("large", F.logsigmoid, TF.logsigmoid, np.array([-40.0, -12.0, 0.3, 12.0, 40.0])),
+    ],
+    "softplus": [
+        Case("matrix", F.softplus, TF.softplus, randn(3, 4, scale=2)),
+        Case("past-the-threshold", F.softplus, TF.softplus, np.array([-40.0, -12.0, 0.3, 19.0, 25.0])),
+        Case(
+            "beta-threshold",
+            lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+            lambda x: TF.softplus(x, beta=2.0, threshold=5.0),
+            np.array([-3.0, 0.5, 2.0, 2.4, 2.6, 4.0]),
+        ),
     ],
     "relu": [Case("matrix", F.relu, torch.relu, away_from_zero(3, 4))],
     "leaky_relu": [
@@ -343,6 +358,16 @@ CASES = {
         ),
         Case("axis-0", lambda x: F.argmax(x, axis=0), lambda x: x.argmax(0), randn(3, 4)),
         Case("0-d", lambda x: F.argmax(x, axis=-1), lambda x: x.argmax(-1), randn()),
+    ],
+    "all": [
+        Case("all", F.all, torch.all, BOOL_2D),
+        Case("axis-keepdims", lambda x: F.all(x, axis=1, keepdims=True), lambda x: x.all(1, keepdim=True), BOOL_2D),
+        Case("floats", lambda x: F.all(x, axis=0), lambda x: x.all(0), np.array([[0.0, 1.0], [2.0, 3.0]])),
+    ],
+    "any": [
+        Case("all", F.any, torch.any, BOOL_2D),
+        Case("axis-keepdims", lambda x: F.any(x, axis=1, keepdims=True), lambda x: x.any(1, keepdim=True), BOOL_2D),
+        Case("0-d", lambda x: F.any(x, axis=-1), lambda x: x.any(-1), np.array(False)),
     ],
     "argmin": [
         Case("all-keepdims", lambda x: F.argmin(x, keepdims=True), lambda x: x.argmin(keepdim=True), randn(3, 4)),
@@ -966,15 +991,14 @@ def test_cross_entropy_ignores_minus_100_by_default_and_every_target_ignored_giv
 
 
 def test_mixed_float32_and_float64_promote_like_torch(backend):
-    """float32 (x) float64 gives float64; each gradient comes back in its own input's dtype."""
+    """float32 (x) float64 gives float64; each gradient comes back in its own input's dtype. matmul and linear
+    promote nothing: they refuse in one line, as PyTorch."""
     a32 = randn(3, 4).astype(np.float32)
-    b64 = randn(4, 2)
-    # torch.matmul refuses mixed dtypes; its float64 product of the upcast operand is the reference
-    for tl_fn, torch_fn in [(F.matmul, lambda a, b: a.double() @ b), (F.mul, torch.mul), (F.add, torch.add)]:
-        b = b64 if tl_fn is F.matmul else b64[:, 0]
+    b64 = randn(4)
+    for tl_fn, torch_fn in [(F.mul, torch.mul), (F.add, torch.add)]:
         a = tensorlab.tensor(a32, requires_grad=True, device=backend.device)
-        bt = tensorlab.tensor(b, requires_grad=True, device=backend.device)
-        ta, tb = torch.tensor(a32, requires_grad=True), torch.tensor(b, requires_grad=True)
+        bt = tensorlab.tensor(b64, requires_grad=True, device=backend.device)
+        ta, tb = torch.tensor(a32, requires_grad=True), torch.tensor(b64, requires_grad=True)
         y, ty = tl_fn(a, bt), torch_fn(ta, tb)
         assert y.dtype == np.float64 and ty.dtype == torch.float64
         u = randn(*y.shape)
@@ -983,6 +1007,13 @@ def test_mixed_float32_and_float64_promote_like_torch(backend):
         assert a.grad.dtype == np.float32 and bt.grad.dtype == np.float64
         assert_close(f"{tl_fn.__name__} grad of the float32 input", _host(a.grad), ta.grad.numpy(), 1e-5, 1e-5)
         assert_close(f"{tl_fn.__name__} grad of the float64 input", _host(bt.grad), tb.grad.numpy(), 1e-5, 1e-5)
+    w64 = randn(2, 4)
+    for tl_fn, torch_fn in [(F.matmul, lambda a, w: a @ w.T), (F.linear, TF.linear)]:
+        with pytest.raises(RuntimeError):
+            torch_fn(torch.tensor(a32), torch.tensor(w64 if tl_fn is F.linear else w64.T.copy()))
+        with pytest.raises(TypeError, match="operands of one dtype, not bool, expected .* float32 and float64"):
+            w = w64 if tl_fn is F.linear else w64.T.copy()
+            tl_fn(tensorlab.tensor(a32, device=backend.device), tensorlab.tensor(w, device=backend.device))
 
 
 # ----- dropout: the mask itself ------------------------------------------------------------------

@@ -23,6 +23,8 @@ Results never depend on the thread count: the blocks are cut by the data alone, 
 computed by the same code on whichever thread takes it (tensorlab/threads.py).
 """
 
+import math
+
 import numpy as np
 
 from tensorlab import backend
@@ -53,10 +55,16 @@ def cache_blocks(length, bytes_per_row):
     return [slice(length * i // count, length * (i + 1) // count) for i in range(count)]
 
 
+def as_rows(a):
+    """a (..., C) as the matrix (N, C) of its rows, N the product of the leading axes (NumPy or CuPy). Not
+    a.reshape(-1, C): with C = 0 that cannot tell N, where PyTorch computes with an empty last axis."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def row_sums(a):
     """The sums along the last axis of a contiguous a, kept (shape (..., 1)): one matrix-vector product with a
     vector of ones, which OpenBLAS runs 6 times faster than NumPy's sum over rows of 64 numbers."""
-    rows = a.reshape(-1, a.shape[-1])
+    rows = as_rows(a)
     return (rows @ np.ones(a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 

@@ -18,7 +18,8 @@ def softmax_and_logsumexp(x):
         e, m = exp_and_max(x[b], axis=-1, out=p[b])
         total = e.sum(axis=-1, keepdims=True)
         e /= total  # softmax = exp(x - m) / total
-        logsumexp[b] = np.log(total) + m
+        with np.errstate(divide="ignore"):  # log 0 = -inf: no classes, or a row all -inf
+            logsumexp[b] = np.log(total) + m
 
     threads.for_each_block(rows, kernels.cache_blocks(x.shape[0], 3 * x.shape[1] * x.itemsize))
     return p, logsumexp

@@ -14,7 +14,7 @@ from tensorlab import kernels, threads
 
 def rms_norm_forward(x, weight, eps):
     """y, xhat, r as the formula gives them: r = (mean(x^2) + eps)^(-1/2), xhat = x r, y = xhat w."""
-    x_rows = x.reshape(-1, x.shape[-1])  # (N, C)
+    x_rows = kernels.as_rows(x)  # (N, C)
     r = np.empty((x_rows.shape[0], 1), x.dtype)
     xhat, y = np.empty_like(x_rows), np.empty_like(x_rows)
 
@@ -29,7 +29,7 @@ def rms_norm_forward(x, weight, eps):
 
 def rms_norm_backward(gy, xhat, r, weight):
     """gx = r (g - xhat mean(g xhat)) with g = gy w, and gw = the sum over rows of gy xhat."""
-    gy_rows, xhat_rows, r_rows = gy.reshape(-1, gy.shape[-1]), xhat.reshape(-1, gy.shape[-1]), r.reshape(-1, 1)
+    gy_rows, xhat_rows, r_rows = kernels.as_rows(gy), kernels.as_rows(xhat), kernels.as_rows(r)
     gx = np.empty_like(gy_rows)
     blocks = _row_blocks(gy_rows)
     gw_parts = np.empty((len(blocks), gy_rows.shape[1]), gy.dtype)  # one partial sum per block
@@ -58,7 +58,7 @@ def layer_norm_backward(gy, xhat, r, weight):
     g = gy * weight
     gx = g - g.mean(axis=-1, keepdims=True) - xhat * _row_mean_of_product(g, xhat)
     gx *= r
-    rows = gy.reshape(-1, gy.shape[-1])
+    rows = kernels.as_rows(gy)
     return gx, np.einsum("ni,ni->i", rows, xhat.reshape(rows.shape)), rows.sum(axis=0)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from tensorlab import backend, kernels
 from tensorlab.kernels import attention as fast
 from tensorlab.ops.dropout import dropout_mask
+from tensorlab.ops.dtypes import check_floating, check_same_dtype
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
@@ -99,6 +100,8 @@ class CausalAttention(Function):
             raise ValueError(
                 f"causal_attention: q, k, v must share one shape (B, H, T, D); got {q.shape}, {k.shape}, {v.shape}"
             )
+        check_same_dtype("causal_attention", q, k, v)
+        check_floating("causal_attention", q)  # as PyTorch's scaled_dot_product_attention
         B, H, T, _ = q.shape
         device = backend.device_of(q)
         self.mask = None if not self.dropout_p else dropout_mask((B, H, T, T), self.dropout_p, q.dtype, device)

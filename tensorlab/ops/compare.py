@@ -9,7 +9,7 @@ import operator
 
 from tensorlab import backend
 from tensorlab.ops.broadcast import broadcast_shape
-from tensorlab.ops.dtypes import promote
+from tensorlab.ops.dtypes import cast, result_type
 
 COMPARISONS = {
     "eq": operator.eq,
@@ -27,9 +27,17 @@ def compare(op_name, a, b):
 
     like = a if isinstance(a, Tensor) else b
     a, b = (v if isinstance(v, (Tensor, bool, int, float)) else tensor(v, device=like.device) for v in (a, b))
-    a, b = promote(a, b, python_ints=False)
-    data = [v.data if isinstance(v, Tensor) else v for v in (a, b)]
+    dtype, xp = result_type(a, b), backend.array_module(like.data)
+
+    def operand(v):
+        if isinstance(v, Tensor):
+            return v.data.astype(dtype, copy=False)
+        if type(v) is int and dtype.kind in "iu":
+            return v  # compared exactly: 300 == a uint8 tensor is False, not an overflow
+        return xp.asarray(cast(op_name, v, dtype))
+
+    data = [operand(v) for v in (a, b)]
     broadcast_shape(op_name, *[getattr(v, "shape", ()) for v in data])
     arrays = [v for v in data if hasattr(v, "dtype")]
     backend.same_device(op_name, arrays)
-    return Tensor(backend.array_module(arrays[0]).asarray(COMPARISONS[op_name](*data)))
+    return Tensor(xp.asarray(COMPARISONS[op_name](*data)))

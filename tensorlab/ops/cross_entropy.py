@@ -17,6 +17,7 @@ every core), which tests/test_kernels.py checks against the one here.
 import numpy as np
 
 from tensorlab import backend, kernels
+from tensorlab.kernels import as_rows
 from tensorlab.kernels import cross_entropy as fast
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
@@ -34,7 +35,8 @@ def softmax_and_logsumexp(x):
     with m the row's max and total = sum exp(x - m) (exp_and_max: nothing overflows)."""
     e, m = exp_and_max(x, axis=-1)
     total = e.sum(axis=-1, keepdims=True)
-    return e / total, backend.array_module(x).log(total) + m
+    with np.errstate(divide="ignore"):  # log 0 = -inf: no classes, or a row all -inf
+        return e / total, backend.array_module(x).log(total) + m
 
 
 class CrossEntropy(Function):
@@ -52,14 +54,15 @@ class CrossEntropy(Function):
             check_targets(logits, targets, self.ignore_index)
         xp = backend.array_module(logits)
         vocab = logits.shape[-1]
-        x = logits.reshape(-1, vocab)  # (N, V)
+        x = as_rows(logits)  # (N, V)
         t = targets.reshape(-1)  # (N,)
         self.valid = ~ignored(t, self.ignore_index)
         self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
         softmax = fast.softmax_and_logsumexp if kernels.applies_to(x) else softmax_and_logsumexp
         self.p, logsumexp = softmax(x)  # (N, V), (N, 1)
-        losses = logsumexp[:, 0] - x[self.rows, self.t]  # logsumexp(x) - x_t, (N,)
+        target_logits = x[self.rows, self.t] if vocab else xp.zeros(len(t), x.dtype)  # no classes: all ignored
+        losses = logsumexp[:, 0] - target_logits  # logsumexp(x) - x_t, (N,)
         if self.smoothing:
             smooth = logsumexp[:, 0] - x.mean(axis=-1)  # -mean_c log softmax(x)_c
             losses = (1 - self.smoothing) * losses + self.smoothing * smooth
@@ -85,9 +88,10 @@ class CrossEntropy(Function):
         else:
             w = gy if self.reduction == "sum" else gy / xp.maximum(self.count, 1)
             w = xp.broadcast_to(w, (len(self.t), 1))
-        w = w * self.valid[:, None]  # (N, 1); ignored rows: 0
+        w = xp.where(self.valid[:, None], w, w.dtype.type(0))  # (N, 1); ignored rows: 0 (selected, so even for inf gy)
         gx = self.p * w
-        gx[self.rows, self.t] -= (1 - self.smoothing) * w[:, 0]
+        if gx.shape[-1]:  # no classes: every target ignored, nothing to subtract
+            gx[self.rows, self.t] -= (1 - self.smoothing) * w[:, 0]
         if self.smoothing:
             gx -= (self.smoothing / self.p.shape[-1]) * w
         return gx.reshape(self.logits_shape), None

@@ -1,17 +1,81 @@
-"""Result dtypes as PyTorch gives them, where NumPy's rules would give another.
+"""Result dtypes: PyTorch's promotion rule, in one place (result_type), which every op's dtype goes through.
 
-NumPy and PyTorch agree on floats with floats and integers with integers. They differ where an
-integer meets a float: NumPy widens to float64 (int32 * float32, int / int, exp(int), int ** 0.5)
-and PyTorch keeps the float's dtype, or its default dtype (float32) when the float is a Python number
-or there is no float. And a Python int wrapped in an array before it meets an int32 array would
-make int64 (PyTorch and NumPy's own scalar rule, NEP 50, keep int32).
+The categories are bool < integer < floating. An op's operands come in three ranks: tensors with axes,
+0-d tensors, Python numbers (a Python bool, int and float stand for bool, int64 and the default float32).
+A higher category always wins; within the winning category the highest rank decides, its operands
+promoting among themselves (int32 with int64 gives int64, float32 with float64 float64). So
+float32 (3,) + float64 0-d is float32, int64 (3,) + 2.5 is float32, bool ** 2 is int64, and a uint8
+tensor + 3 stays uint8, where NumPy would widen each of them.
 """
 
 import numpy as np
 
-from tensorlab import backend
+DEFAULT_FLOAT = np.dtype(np.float32)  # PyTorch's default dtype, and tensorlab.tensor's for Python floats
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+_PYTHON_NUMBER = {bool: np.dtype(bool), int: np.dtype(np.int64), float: DEFAULT_FLOAT}
 
-DEFAULT_FLOAT = np.float32  # PyTorch's default dtype, and tensorlab.tensor's for Python floats
+
+def result_type(*operands):
+    """PyTorch's result dtype for an op of `operands`: Tensors, arrays or Python numbers (None is skipped)."""
+    best = {}  # rank (0: tensors with axes, 1: 0-d tensors, 2: Python numbers) -> the promoted dtype of that rank
+    for v in operands:
+        if v is None:
+            continue
+        if not hasattr(v, "dtype") and type(v) not in _PYTHON_NUMBER:
+            raise TypeError(f"expected tensors, arrays or Python numbers as operands, got {type(v).__name__} {v!r:.40}")
+        rank, dtype = (0 if v.ndim else 1, v.dtype) if hasattr(v, "dtype") else (2, _PYTHON_NUMBER[type(v)])
+        best[rank] = _promote(best[rank], dtype) if rank in best else dtype
+    result = None
+    for rank in sorted(best):  # a lower rank takes over only with a higher category
+        if result is None or _CATEGORY[best[rank].kind] > _CATEGORY[result.kind]:
+            result = best[rank]
+    return result
+
+
+def _promote(a, b):
+    """Two dtypes of one rank: the higher category's; within one category NumPy's (and PyTorch's) widening."""
+    if _CATEGORY[a.kind] != _CATEGORY[b.kind]:
+        return a if _CATEGORY[a.kind] > _CATEGORY[b.kind] else b
+    return np.promote_types(a, b)
+
+
+def floating(dtype):
+    """dtype itself if it is floating, else the default float dtype: the result of int / int, exp of an int."""
+    return dtype if dtype.kind == "f" else DEFAULT_FLOAT
+
+
+def promote(op_name, *operands, dtype=None):
+    """The operands cast to `dtype` (result_type's by default), in the graph: see cast."""
+    dtype = result_type(*operands) if dtype is None else dtype
+    return tuple(cast(op_name, v, dtype) for v in operands)
+
+
+def cast(op_name, v, dtype):
+    """v in `dtype`: a Tensor through astype, in the graph (its gradient comes back in its own dtype), an array
+    by astype, a Python number as a 0-d host array (a Python int that the dtype cannot hold: OverflowError)."""
+    from tensorlab.ops.convert import AsType
+    from tensorlab.tensor import Tensor
+
+    if v is None or getattr(v, "dtype", None) == dtype:
+        return v
+    if isinstance(v, Tensor):
+        return AsType(dtype)(v)
+    if hasattr(v, "dtype"):
+        return v.astype(dtype)
+    if type(v) is int and dtype.kind in "iu" and not np.iinfo(dtype).min <= v <= np.iinfo(dtype).max:
+        raise OverflowError(f"{op_name}: the Python int {v} does not fit the tensor's dtype {dtype}")
+    with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in PyTorch
+        return np.asarray(v, dtype=dtype)
+
+
+def check_same_dtype(op_name, *arrays):
+    """TypeError unless the arrays share one dtype, other than bool: PyTorch's matrix products promote nothing."""
+    dtypes = [str(a.dtype) for a in arrays]
+    if len(set(dtypes)) > 1 or dtypes[0] == "bool":
+        raise TypeError(
+            f"{op_name}: operands of one dtype, not bool, expected (as PyTorch), got {' and '.join(dtypes)}; "
+            f"convert them first, e.g. a.astype(b.dtype)"
+        )
 
 
 def check_floating(op_name, x):
@@ -21,45 +85,3 @@ def check_floating(op_name, x):
             f"{op_name}: input must be floating point, got dtype {x.dtype} (shape {x.shape}); "
             f"convert it first, e.g. x.astype('float32'), as PyTorch asks too"
         )
-
-
-def as_floating(x):
-    """Array x itself if it holds floats, else x in the default float dtype (exp of an int is float32)."""
-    return x if x.dtype.kind == "f" else x.astype(DEFAULT_FLOAT)
-
-
-def promote(a, b, true_divide=False, python_ints=True):
-    """The operands a, b (Tensors, arrays or Python numbers) of a binary op, cast so that NumPy gives
-    PyTorch's result dtype. An integer or bool array meeting a float takes the float's dtype (the default
-    float dtype for a Python float); a Python int meeting an integer array takes the array's dtype.
-
-    true_divide: an integer or bool array divided without floats is first made default float (int / int).
-    python_ints=False leaves Python ints alone (a comparison needs no common dtype, and 300 == uint8 array is
-    False, not an overflow).
-    Python floats are left to Function's scalar rule (they take the other operand's float dtype).
-    """
-    dtype_a, dtype_b = getattr(a, "dtype", None), getattr(b, "dtype", None)
-    one_array = dtype_a is not None or dtype_b is not None
-    if one_array and (dtype_a is None or dtype_a.kind == "f") and (dtype_b is None or dtype_b.kind == "f"):
-        return a, b  # the usual case, for two lookups: floats, or a float and a Python number
-    from tensorlab.tensor import Tensor
-
-    arrays = [v for v in (a, b) if hasattr(v, "dtype")]
-    floats = [v.dtype for v in arrays if v.dtype.kind == "f"]
-    python_float = any(isinstance(v, float) and not hasattr(v, "dtype") for v in (a, b))
-    if floats or python_float or true_divide:
-        dtype = max(floats, key=lambda d: d.itemsize) if floats else DEFAULT_FLOAT
-        return tuple(
-            Tensor(_data(v).astype(dtype)) if hasattr(v, "dtype") and v.dtype.kind != "f" else v for v in (a, b)
-        )
-    if python_ints and len(arrays) == 1 and arrays[0].dtype.kind in "iu":
-        like = _data(arrays[0])
-        xp = backend.array_module(like)
-        return tuple(xp.asarray(v, dtype=like.dtype) if type(v) is int else v for v in (a, b))
-    return a, b
-
-
-def _data(v):
-    from tensorlab.tensor import Tensor
-
-    return v.data if isinstance(v, Tensor) else v

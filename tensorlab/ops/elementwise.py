@@ -11,18 +11,29 @@ import numpy as np
 from tensorlab import backend, kernels
 from tensorlab.kernels import gelu as fast
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
-from tensorlab.ops.dtypes import promote
+from tensorlab.ops.dtypes import floating, promote, result_type
 from tensorlab.tensor import Function
 
 
 class BinaryOp(Function):
-    """Shared by the ops of two operands: casts them to PyTorch's result dtype, checks that they broadcast."""
+    """Shared by the ops of two operands: casts them to PyTorch's result dtype (tensorlab.ops.dtypes; true division
+    of integers gives the default float), checks that they broadcast."""
 
     def __call__(self, a, b):
-        a, b = promote(a, b, true_divide=isinstance(self, Div))
-        shapes = [getattr(v, "shape", ()) for v in (a, b)]
-        broadcast_shape(type(self).__name__.lower(), *shapes)
+        name, dtype = self.name or type(self).__name__.lower(), result_type(a, b)
+        if self.refuses_bool(_is_bool(a), _is_bool(b)):
+            raise TypeError(f"{name}: not defined for these bool operands, as in PyTorch; convert them to int first")
+        a, b = promote(name, a, b, dtype=floating(dtype) if isinstance(self, Div) else dtype)
+        broadcast_shape(name, *[getattr(v, "shape", ()) for v in (a, b)])
         return super().__call__(a, b)
+
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        """Whether PyTorch refuses the op for these operands (sub: any bool, pow: two bools)."""
+        return False
+
+
+def _is_bool(v):
+    return v.dtype.kind == "b" if hasattr(v, "dtype") else type(v) is bool
 
 
 class Add(BinaryOp):
@@ -36,6 +47,9 @@ class Add(BinaryOp):
 
 
 class Sub(BinaryOp):
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        return a_is_bool or b_is_bool
+
     def forward(self, a, b):
         self.shapes = a.shape, b.shape
         return a - b
@@ -68,6 +82,8 @@ class Div(BinaryOp):
 
 class Neg(Function):
     def forward(self, x):
+        if x.dtype.kind == "b":
+            raise TypeError("neg: -x of a bool tensor is not defined, as in PyTorch; for the opposite mask: x == False")
         return -x
 
     def backward(self, gy):
@@ -84,8 +100,13 @@ class Pow(Function):
         self.exponent = exponent
 
     def forward(self, x):
+        if x.dtype.kind in "iu" and self.exponent < 0:
+            raise ValueError(
+                f"pow: {x.dtype} ** {self.exponent}: integers to negative integer powers are not defined, as in "
+                f"PyTorch; convert x to float first"
+            )
         self.x = x
-        return x**self.exponent
+        return (x**self.exponent).astype(x.dtype, copy=False)  # bool ** True: NumPy's int8, PyTorch's bool
 
     def backward(self, gy):
         # y = x^p  =>  gx = gy * p * x^(p-1)  (and 0 for p = 0, where x^-1 would give 0 * inf at x = 0)
@@ -100,7 +121,14 @@ class PowTensor(BinaryOp):
 
     name = "pow"
 
+    def refuses_bool(self, a_is_bool, b_is_bool):
+        return a_is_bool and b_is_bool
+
     def forward(self, a, b):
+        if a.dtype.kind in "iu" and (b < 0).any():
+            raise ValueError(
+                f"pow: integers to negative integer powers are not computed ({a.dtype} tensors); convert to float first"
+            )
         self.a, self.b = a, b
         self.y = a**b
         return self.y
@@ -127,11 +155,15 @@ class Maximum(BinaryOp):
 
     def backward(self, gy):
         # z = max(a, b)  =>  ga = gy where a > b, gb = gy where b > a; at a tie a = b each gets gy / 2
-        # (as torch.maximum: the two halves add up to gy, and neither operand is preferred)
-        a_wins = self.a > self.b if self.pick == "maximum" else self.a < self.b
-        share_a = a_wins.astype(gy.dtype) + (self.a == self.b).astype(gy.dtype) / 2
-        ga = gy * share_a
-        return unbroadcast(ga, self.a.shape), unbroadcast(gy - ga, self.b.shape)
+        # (as torch.maximum: the two halves add up to gy, and neither operand is preferred); the loser's 0 is
+        # selected, not gy * 0, so an inf or NaN gy gives it an exact 0
+        xp, zero = backend.array_module(gy), gy.dtype.type(0)
+        a_loses, b_loses = (self.a < self.b, self.a > self.b)
+        if self.pick == "minimum":
+            a_loses, b_loses = b_loses, a_loses
+        share = xp.where(self.a == self.b, gy / 2, gy)
+        ga, gb = xp.where(a_loses, zero, share), xp.where(b_loses, zero, share)
+        return unbroadcast(ga, self.a.shape), unbroadcast(gb, self.b.shape)
 
 
 class Minimum(Maximum):
@@ -169,8 +201,8 @@ class Clamp(Function):
 
     def backward(self, gy):
         # y = min(max(x, low), high)  =>  gx = gy where low <= x <= high (the limits themselves included),
-        # else 0 (as torch.clamp; with low > high no x passes, as there)
-        return gy * self.passes
+        # else 0 (as torch.clamp; with low > high no x passes, as there), selected: an inf or NaN gy gives 0 there
+        return backend.array_module(gy).where(self.passes, gy, gy.dtype.type(0))
 
 
 class Exp(Function):
@@ -213,11 +245,17 @@ class Tanh(Function):
         return gy * (1 - self.y * self.y)
 
 
+def sigmoid(x):
+    """1 / (1 + e^-x), and e^x / (1 + e^x) for x < 0: the exponent e^-|x| never overflows, and a tiny sigmoid
+    keeps its digits (1 - 1 / (1 + e) would lose them, as would 0.5 (tanh(x / 2) + 1))."""
+    xp = backend.array_module(x)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
 class Sigmoid(Function):
     def forward(self, x):
-        xp = backend.array_module(x)
-        # 1 / (1 + e^-x) written through tanh, which never overflows for large |x|
-        self.y = 0.5 * (xp.tanh(0.5 * x) + 1)
+        self.y = sigmoid(x)
         return self.y
 
     def backward(self, gy):
@@ -225,14 +263,55 @@ class Sigmoid(Function):
         return gy * self.y * (1 - self.y)
 
 
-class Relu(Function):
+def log_sigmoid(x):
+    """log sigmoid(x) = min(x, 0) - log(1 + e^-|x|): the exponent is never positive, and log1p keeps a tiny
+    e^-|x| (log sigmoid(30) = -9.4e-14, where log(sigmoid(30)) in float64 gives that and in float32 gives 0)."""
+    xp = backend.array_module(x)
+    return xp.minimum(x, x.dtype.type(0)) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+class LogSigmoid(Function):
+    name = "logsigmoid"
+
     def forward(self, x):
-        self.positive = x > 0
-        return backend.array_module(x).maximum(x, 0)  # not x * (x > 0): that gives NaN at -inf
+        self.x = x
+        return log_sigmoid(x)
 
     def backward(self, gy):
-        # y = max(x, 0)  =>  gx = gy where x > 0, else 0 (0 at x = 0, as PyTorch)
-        return gy * self.positive
+        # y = log sigmoid(x)  =>  gx = gy * sigmoid'(x) / sigmoid(x) = gy * (1 - sigmoid(x)) = gy * sigmoid(-x)
+        return gy * sigmoid(-self.x)
+
+
+class Softplus(Function):
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold, as torch.nn.functional.softplus."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        xp = backend.array_module(x)
+        self.linear = x * self.beta > self.threshold
+        with np.errstate(over="ignore"):  # e^(beta x) overflows only where the linear branch is taken
+            self.z = xp.exp(x * self.beta)
+        return xp.where(self.linear, x, xp.log1p(self.z) / self.beta)
+
+    def backward(self, gy):
+        # y = log(1 + z) / beta, z = e^(beta x)  =>  gx = gy * z / (1 + z); gy where y = x (beta x > threshold)
+        with np.errstate(invalid="ignore"):  # inf / inf where the linear branch is taken
+            return backend.array_module(gy).where(self.linear, gy, gy * self.z / (self.z + 1))
+
+
+class Relu(Function):
+    def forward(self, x):
+        if x.dtype.kind == "b":
+            raise TypeError("relu: bool input is not supported (as PyTorch); convert it first, e.g. x.astype('int64')")
+        y = backend.array_module(x).maximum(x, x.dtype.type(0))  # not x * (x > 0): that gives NaN at -inf
+        self.flat = y <= 0
+        return y
+
+    def backward(self, gy):
+        # y = max(x, 0)  =>  gx = gy where y > 0, else 0 (0 at x = 0, as PyTorch), selected: an inf or NaN gy gives 0
+        return backend.array_module(gy).where(self.flat, gy.dtype.type(0), gy)
 
 
 class LeakyRelu(Function):
@@ -257,7 +336,7 @@ class Silu(Function):
 
     def forward(self, x):
         self.x = x
-        self.s = 0.5 * (backend.array_module(x).tanh(0.5 * x) + 1)  # sigmoid(x), overflow-free as in Sigmoid
+        self.s = sigmoid(x)
         return x * self.s
 
     def backward(self, gy):

@@ -23,7 +23,7 @@ class Embedding(Function):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
         vocab, width = self.weight_shape
         scatter_add = fast.segment_sum if kernels.applies_to(gy) else backend.segment_sum
-        return None, scatter_add(self.ids.reshape(-1), gy.reshape(-1, width), vocab)
+        return None, scatter_add(self.ids.reshape(-1), gy.reshape(self.ids.size, width), vocab)
 
 
 def check_ids(ids, weight_shape):

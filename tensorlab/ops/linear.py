@@ -11,6 +11,7 @@ large batch by its rows; tests/test_kernels.py checks them against the ones here
 
 from tensorlab import kernels
 from tensorlab.kernels import linear as fast
+from tensorlab.ops.dtypes import check_floating, check_same_dtype
 from tensorlab.tensor import Function
 
 
@@ -30,20 +31,22 @@ class Linear(Function):
     """linear_forward and linear_backward on x's rows; on the CPU their kernels (tensorlab/kernels/linear.py)."""
 
     def forward(self, x, weight, bias=None):
-        out_features, in_features = weight.shape
-        if x.shape[-1] != in_features or (bias is not None and bias.shape != (out_features,)):
+        check_same_dtype("linear", x, weight, *([] if bias is None else [bias]))
+        check_floating("linear", x)  # as PyTorch, which has no integer kernel for it
+        out_features, in_features = weight.shape if weight.ndim == 2 else (None, None)
+        if x.shape[-1:] != (in_features,) or (bias is not None and bias.shape != (out_features,)):
             bias_shape = None if bias is None else bias.shape
             raise ValueError(
                 f"linear: x of shape {x.shape} needs last axis {in_features} to match weight "
                 f"{weight.shape} (out, in), and bias {bias_shape} must be ({out_features},)"
             )
         self.x_shape, self.weight = x.shape, weight
-        self.x_rows = x.reshape(-1, in_features)  # (N, IN), N = all leading axes
+        self.x_rows = kernels.as_rows(x)  # (N, IN), N = all leading axes
         forward = fast.linear_forward if kernels.applies_to(x) else linear_forward
         return forward(self.x_rows, weight, bias).reshape(x.shape[:-1] + (out_features,))
 
     def backward(self, gy):
         backward = fast.linear_backward if kernels.applies_to(gy) else linear_backward
         input_grad = self.inputs[0].requires_grad
-        gx, gw, gb = backward(gy.reshape(-1, self.weight.shape[0]), self.x_rows, self.weight, input_grad)
+        gx, gw, gb = backward(kernels.as_rows(gy), self.x_rows, self.weight, input_grad)
         return gx.reshape(self.x_shape) if input_grad else None, gw, gb

@@ -10,13 +10,21 @@ import math
 import numpy as np
 
 from tensorlab import backend
+from tensorlab.kernels import as_rows
 from tensorlab.ops.cross_entropy import REDUCTIONS, check_reduction, check_targets, ignored
-from tensorlab.ops.dtypes import check_floating
+from tensorlab.ops.dtypes import check_floating, check_same_dtype, promote
+from tensorlab.ops.elementwise import log_sigmoid, sigmoid
 from tensorlab.tensor import Function
 
 
 class ElementwiseLoss(Function):
-    """Shared by the losses of an input and a target of the same shape."""
+    """Shared by the losses of an input and a target of the same shape, computed in PyTorch's common dtype.
+
+    What PyTorch takes differs by loss: mse_loss any pair whose common dtype is floating, the binary cross
+    entropies floats only (binary_cross_entropy of one dtype only): `takes` says which.
+    """
+
+    takes = "a floating common dtype"
 
     def __init__(self, reduction="mean"):
         check_reduction(self.name, reduction)
@@ -28,11 +36,16 @@ class ElementwiseLoss(Function):
             raise ValueError(
                 f"{self.name}: input of shape {shapes[0]} and target of shape {shapes[1]} must have the same shape"
             )
-        return super().__call__(x, target)
+        arrays = [getattr(v, "data", v) for v in (x, target)]
+        if self.takes != "a floating common dtype":
+            for array in arrays:
+                check_floating(self.name, array)
+        if self.takes == "one floating dtype":
+            check_same_dtype(self.name, *arrays)
+        return super().__call__(*promote(self.name, x, target))
 
     def forward(self, x, target):
         check_floating(self.name, x)
-        check_floating(self.name, target)
         self.shape = x.shape
         return REDUCTIONS[self.reduction](self.losses(x, target))
 
@@ -61,6 +74,7 @@ class BinaryCrossEntropy(ElementwiseLoss):
     """On probabilities p in [0, 1]; each log is clamped at -100, as in PyTorch, so p = 0 or 1 stays finite."""
 
     name = "binary_cross_entropy"
+    takes = "one floating dtype"
 
     def losses(self, p, target):
         xp = backend.array_module(p)
@@ -68,37 +82,37 @@ class BinaryCrossEntropy(ElementwiseLoss):
             raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1] (shape {p.shape})")
         self.p, self.target = p, target
         with np.errstate(divide="ignore"):
-            self.log_p, self.log_q = xp.log(p), xp.log1p(-p)  # log p and log(1 - p)
-        return -(target * xp.maximum(self.log_p, -100) + (1 - target) * xp.maximum(self.log_q, -100))
+            log_p, log_q = xp.log(p), xp.log1p(-p)  # log p and log(1 - p)
+        return -(target * xp.maximum(log_p, -100) + (1 - target) * xp.maximum(log_q, -100))
 
     def backward(self, gy):
-        # l = -(t log p + (1 - t) log(1 - p))  =>  gp = gl (p - t) / (p (1 - p)),  gt = gl (log(1 - p) - log p)
-        # (PyTorch's guard: p (1 - p) no smaller than 1e-12; gt is infinite at p = 0 or 1, as there)
+        # l = -(t log p + (1 - t) log(1 - p))  =>  gp = gl (p - t) / (p (1 - p)),  gt = -gl log(p / (1 - p))
+        # (PyTorch's guard: p (1 - p) no smaller than 1e-12, a float32 constant there; gt is infinite at p = 0
+        # or 1, as there; log(p / (1 - p)) keeps the digits log p - log(1 - p) loses near p = 1/2)
         xp = backend.array_module(gy)
         gl = self.loss_grad(gy)
         p = self.p
-        gp = gl * (p - self.target) / xp.maximum(p * (1 - p), p.dtype.type(1e-12))
-        return gp, gl * (self.log_q - self.log_p)
+        gp = gl * (p - self.target) / xp.maximum(p * (1 - p), p.dtype.type(np.float32(1e-12)))
+        with np.errstate(divide="ignore"):
+            return gp, -gl * xp.log(p / (1 - p))
 
 
 class BinaryCrossEntropyWithLogits(ElementwiseLoss):
     """binary_cross_entropy of sigmoid(x), computed from the logits x without overflow."""
 
     name = "binary_cross_entropy_with_logits"
+    takes = "floats"
 
     def losses(self, x, target):
-        xp = backend.array_module(x)
         self.x, self.target = x, target
-        # -(t log s + (1 - t) log(1 - s)), s = sigmoid(x),  =  (1 - t) x + log(1 + e^-x)
-        #   =  max(x, 0) - t x + log(1 + e^-|x|): no exponent is positive
-        return xp.maximum(x, 0) - target * x + xp.log1p(xp.exp(-xp.abs(x)))
+        # -(t log s + (1 - t) log(1 - s)), s = sigmoid(x), log(1 - s) = log s - x,  =  (1 - t) x - log s,
+        # with log s = log_sigmoid(x), exact for any x (PyTorch's formula)
+        return (1 - target) * x - log_sigmoid(x)
 
     def backward(self, gy):
-        # l = (1 - t) x + log(1 + e^-x)  =>  gx = gl (sigmoid(x) - t),  gt = -gl x
-        xp = backend.array_module(gy)
+        # l = (1 - t) x - log sigmoid(x)  =>  gx = gl (sigmoid(x) - t),  gt = -gl x
         gl = self.loss_grad(gy)
-        sigmoid = 0.5 * (xp.tanh(0.5 * self.x) + 1)  # overflow-free, as the sigmoid op
-        return gl * (sigmoid - self.target), -gl * self.x
+        return gl * (sigmoid(self.x) - self.target), -gl * self.x
 
 
 class NllLoss(Function):
@@ -113,7 +127,7 @@ class NllLoss(Function):
     def forward(self, log_probs, targets):
         check_targets(log_probs, targets, self.ignore_index, op_name="nll_loss")
         xp = backend.array_module(log_probs)
-        x = log_probs.reshape(-1, log_probs.shape[-1])  # (N, C)
+        x = as_rows(log_probs)  # (N, C)
         self.valid = ~ignored(targets.reshape(-1), self.ignore_index)
         self.t = xp.where(self.valid, targets.reshape(-1), 0)  # any class for ignored rows; masked below
         self.rows, self.shape = xp.arange(len(self.t)), log_probs.shape
@@ -135,5 +149,5 @@ class NllLoss(Function):
         else:
             gl = gy if self.reduction == "sum" else gy / xp.maximum(self.count, 1)
         gx = xp.zeros((len(self.t), self.shape[-1]), dtype=gy.dtype)
-        gx[self.rows, self.t] = -gl * self.valid
+        gx[self.rows, self.t] = xp.where(self.valid, -gl, gy.dtype.type(0))  # selected: an inf gy gives 0 there
         return gx.reshape(self.shape), None

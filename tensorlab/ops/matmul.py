@@ -1,6 +1,7 @@
 """Matrix product with NumPy's rules: the last two axes multiply, leading axes broadcast."""
 
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
 
@@ -8,6 +9,7 @@ class MatMul(Function):
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
+        check_same_dtype("matmul", a, b)
         # A 1-D operand is a row (left) or column (right) vector, dropped again from the result.
         self.a_shape, self.b_shape = a.shape, b.shape
         a2 = a.reshape(1, -1) if a.ndim == 1 else a

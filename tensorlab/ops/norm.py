@@ -12,6 +12,7 @@ against the ones here.
 
 from tensorlab import backend, kernels
 from tensorlab.kernels import norm as fast
+from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
 
@@ -50,10 +51,11 @@ def layer_norm_backward(gy, xhat, r, weight):
 
 def _sum_over_rows(a):
     """Sum over every axis but the last: how a per-feature weight or bias gathers its gradient."""
-    return a.reshape(-1, a.shape[-1]).sum(axis=0)
+    return kernels.as_rows(a).sum(axis=0)
 
 
 def _check_params(op_name, x, *params):
+    check_same_dtype(op_name, x, *params)  # PyTorch's layer_norm refuses mixed dtypes (rms_norm casts its weight)
     for p in params:
         if p.shape != x.shape[-1:]:
             raise ValueError(

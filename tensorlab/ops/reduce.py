@@ -28,8 +28,8 @@ class Reduction(Function):
 
 
 class Sum(Reduction):
-    def reduce(self, x):
-        return x.sum(axis=self.axes, keepdims=self.keepdims)
+    def reduce(self, x):  # integers and bools add up in int64, as PyTorch (NumPy: uint8 in uint64)
+        return x.sum(axis=self.axes, keepdims=self.keepdims, dtype=x.dtype if x.dtype.kind == "f" else "int64")
 
     def backward(self, gy):
         # y = sum_i x_i  =>  gx_i = gy (copied back along the summed axes)
@@ -60,10 +60,12 @@ class Max(Reduction):
         return self.y if self.keepdims else self.y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, gy):
-        # y = max_i x_i  =>  gx_i = gy where x_i is the max, shared equally among ties (as torch.amax)
-        share = (self.x == self.y).astype(gy.dtype)
-        share /= share.sum(axis=self.axes, keepdims=True)
-        return expand_reduced(gy, self.x.shape, self.axes) * share
+        # y = max_i x_i  =>  gx_i = gy where x_i is the max, shared equally among ties (as torch.amax), exactly 0
+        # elsewhere: selected, so an inf or NaN gy gives no NaN there (torch.amax multiplies: NaN)
+        picked = self.x == self.y
+        count = picked.sum(axis=self.axes, keepdims=True, dtype=gy.dtype)
+        share = expand_reduced(gy, self.x.shape, self.axes) / count
+        return backend.array_module(gy).where(picked, share, gy.dtype.type(0))
 
 
 class Min(Max):
@@ -82,16 +84,21 @@ class Var(Reduction):
     def reduce(self, x):
         check_floating(type(self).__name__.lower(), x)
         self.centered = x - x.mean(axis=self.axes, keepdims=True)
-        self.dof = max(self.count() - self.correction, 0)  # 0 or less: inf or NaN, as PyTorch
+        self.dof = self.count() - self.correction
         squares = (self.centered * self.centered).sum(axis=self.axes, keepdims=self.keepdims)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return squares / x.dtype.type(self.dof)
+            return squares / x.dtype.type(max(self.dof, 0))  # n - c <= 0: inf or NaN, as PyTorch
 
     def backward(self, gy):
         # y = sum_i (x_i - m)^2 / (n - c), m the mean  =>  gx_i = gy * 2 (x_i - m) / (n - c)
-        # (the terms through m cancel: sum_i (x_i - m) = 0)
+        # (the terms through m cancel: sum_i (x_i - m) = 0). With n - c <= 0, as PyTorch: over some axes the
+        # same formula (n - c < 0 gives a finite gradient, 0 gives inf or NaN); over all, gy * (NaN where
+        # x_i = m, else inf)
+        xp, gy = backend.array_module(gy), expand_reduced(gy, self.x_shape, self.axes)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return expand_reduced(gy, self.x_shape, self.axes) * (2 * self.centered / self.dof)
+            if self.dof <= 0 and (self.axis is None or len(self.x_shape) == 0):
+                return gy * xp.where(self.centered == 0, gy.dtype.type("nan"), gy.dtype.type("inf"))
+            return gy.dtype.type(2) / gy.dtype.type(self.dof) * gy * self.centered
 
 
 class Std(Var):
@@ -100,12 +107,11 @@ class Std(Var):
         return self.y
 
     def backward(self, gy):
-        # y = sqrt(var)  =>  gx_i = gy * (x_i - m) / ((n - c) y); 0 where y = 0, as PyTorch
+        # y = sqrt(v)  =>  gv = gy / (2 y), 0 where y = 0 (as PyTorch), then var's backward
         xp = backend.array_module(gy)
-        y = expand_reduced(self.y, self.x_shape, self.axes)
         with np.errstate(divide="ignore", invalid="ignore"):
-            gx = expand_reduced(gy, self.x_shape, self.axes) * self.centered / (self.dof * y)
-        return xp.where(y == 0, gx.dtype.type(0), gx)
+            gv = xp.where(self.y == 0, gy.dtype.type(0), gy / (2 * self.y))
+        return super().backward(gv)
 
 
 def arg_extreme(op_name, x, axis=None, keepdims=False):

@@ -15,6 +15,7 @@ against the ones here.
 """
 
 from tensorlab.kernels import rope as fast
+from tensorlab.ops.dtypes import check_floating
 from tensorlab.tensor import Function
 
 
@@ -45,13 +46,15 @@ class Rope(Function):
     name = "rope"
 
     def forward(self, x, cos, sin):
-        if x.shape[-1] % 2 or cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
+        if x.ndim < 2 or x.shape[-1] % 2 or cos.shape != x.shape[-2:] or sin.shape != x.shape[-2:]:
             raise ValueError(
                 f"rope: x (..., T, D) needs an even D and cos, sin of shape (T, D) = {x.shape[-2:]}; "
                 f"got x {x.shape}, cos {cos.shape}, sin {sin.shape}"
             )
-        self.cos = halves(cos)  # (T, 2, D/2)
-        self.signed_sin = halves(sin).copy()
+        for table in (x, cos, sin):
+            check_floating("rope", table)
+        self.cos = halves(cos.astype(x.dtype, copy=False))  # (T, 2, D/2), in x's dtype: the tables take no gradient
+        self.signed_sin = halves(sin).astype(x.dtype)  # a copy
         self.signed_sin[:, 0] *= -1  # [-sin1, sin2]
         forward = fast.rope_forward if fast.applies_to(x) else rope_forward
         return forward(x, self.cos, self.signed_sin)

@@ -1,7 +1,10 @@
 """Choosing between values elementwise: where and masked_fill."""
 
+import math
+
 from tensorlab import backend
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.ops.dtypes import promote
 from tensorlab.tensor import Function
 
 
@@ -12,7 +15,11 @@ def _as_bool_mask(op_name, mask):
 
 
 class Where(Function):
-    """where(condition, a, b): a where condition is True, else b (condition takes no gradient)."""
+    """where(condition, a, b): a where condition is True, else b (condition takes no gradient); a and b in
+    PyTorch's common dtype (tensorlab.ops.dtypes)."""
+
+    def __call__(self, condition, a, b):
+        return super().__call__(condition, *promote("where", a, b))
 
     def forward(self, condition, a, b):
         self.condition = _as_bool_mask("where", condition)
@@ -30,7 +37,8 @@ class Where(Function):
 
 
 class MaskedFill(Function):
-    """masked_fill(x, mask, value): x with `value` wherever mask is True (mask broadcasts to x)."""
+    """masked_fill(x, mask, value): x with `value` (in x's dtype) wherever mask is True. x and mask broadcast, as
+    in PyTorch: a mask wider than x gives the wider result."""
 
     name = "masked_fill"
 
@@ -39,10 +47,13 @@ class MaskedFill(Function):
 
     def forward(self, x, mask):
         self.mask = _as_bool_mask("masked_fill", mask)
-        if broadcast_shape("masked_fill", x.shape, mask.shape) != x.shape:
-            raise ValueError(f"masked_fill: mask of shape {mask.shape} must broadcast to x's shape {x.shape}")
+        broadcast_shape("masked_fill", x.shape, mask.shape)
+        if x.dtype.kind in "biu" and not math.isfinite(self.value):
+            raise ValueError(f"masked_fill: the value {self.value} cannot be held by x's dtype {x.dtype} (as PyTorch)")
+        self.x_shape = x.shape
         return backend.array_module(x).where(mask, x.dtype.type(self.value), x)
 
     def backward(self, gy):
-        # y = mask ? value : x  =>  gx = gy where the mask is False, 0 where it is True
-        return gy * ~self.mask, None
+        # y = mask ? value : x  =>  gx = gy where the mask is False, 0 where it is True (selected: an inf or NaN gy
+        # gives 0 there), summed over the axes the mask added
+        return unbroadcast(backend.array_module(gy).where(self.mask, gy.dtype.type(0), gy), self.x_shape), None

@@ -5,6 +5,7 @@ import math
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.ops.dtypes import promote
 from tensorlab.tensor import Function
 
 
@@ -207,6 +208,9 @@ class Concatenate(Function):
     def __init__(self, axis=0):
         self.axis = axis
 
+    def __call__(self, *xs):  # in PyTorch's common dtype (tensorlab.ops.dtypes): int64 with float32 is float32
+        return super().__call__(*promote("concatenate", *xs))
+
     def forward(self, *xs):
         axis = normalize_axis("concatenate", self.axis, xs[0].ndim)
         _check_same_shape_except("concatenate", xs, axis)
@@ -221,6 +225,9 @@ class Concatenate(Function):
 class Stack(Function):
     def __init__(self, axis=0):
         self.axis = axis
+
+    def __call__(self, *xs):  # in PyTorch's common dtype, as concatenate
+        return super().__call__(*promote("stack", *xs))
 
     def forward(self, *xs):
         axis = normalize_axis("stack", self.axis, xs[0].ndim + 1)

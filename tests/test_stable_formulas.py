@@ -1,0 +1,172 @@
+"""Stable formulas (issue 32, item 3): sigmoid, log-sigmoid, softplus, the binary cross entropies and var/std
+with correction >= N agree with PyTorch over the whole range, x from -1000 to 1000, in float32 and float64.
+
+Values and gradients are compared element for element with PyTorch's in the same dtype: within a few units
+of the dtype's epsilon, relative (what both achieve: the largest difference seen is given with each
+tolerance), and within the smallest normal number absolute, where a result underflows (PyTorch's float32
+sigmoid(-90) is 0, tensorlab's the subnormal 8.2e-40). var and std where n - correction <= 0 give PyTorch's
+gradient exactly: the same NaN, infinities and signed zeros.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import tensorlab
+import tensorlab.functional as F
+from tensorlab.ops import elementwise as _ew
+from tensorlab.ops.axes import expand_reduced
+from tensorlab.ops.losses import BinaryCrossEntropy
+from tensorlab.ops.reduce import Var
+
+# the whole range, and the points where a formula breaks: exp overflows (88.7, 709.8), float32's and
+# float64's sigmoid rounds to 1 (16.6, 36.7) or underflows (-87.3, -103.3, -708.4, -745.1), 0 and its neighbours
+X = np.concatenate(
+    [np.linspace(-1000, 1000, 4001), [-745.2, -709, -103.3, -90, -88.7, -20, -17.5, -1e-8, 0, 1e-8, 17.5, 36.7, 88.7]]
+)
+T = np.resize([0.0, 0.25, 1.0], X.shape)  # targets for the cross entropies
+P = torch.sigmoid(torch.from_numpy(X)).numpy()  # probabilities for binary_cross_entropy, 0 and 1 included
+
+# label: (tensorlab's function of the tensors, PyTorch's, the arrays, tolerance in epsilons)
+CASES = {
+    "sigmoid": (F.sigmoid, torch.sigmoid, [X], 4),  # 2.02 eps seen (float32, x = -10)
+    "logsigmoid": (F.logsigmoid, TF.logsigmoid, [X], 3),  # 1.34 eps seen
+    "softplus": (F.softplus, TF.softplus, [X], 3),  # 1.34 eps seen
+    "binary_cross_entropy_with_logits": (
+        lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction="none"),
+        lambda x, t: TF.binary_cross_entropy_with_logits(x, t, reduction="none"),
+        [X, T],
+        6,  # 2.74 eps seen, in float32's gradient at x = 1.5
+    ),
+    "binary_cross_entropy": (
+        lambda p, t: F.binary_cross_entropy(p, t, reduction="none"),
+        lambda p, t: TF.binary_cross_entropy(p, t, reduction="none"),
+        [P, T],
+        2,  # 1 eps seen
+    ),
+    "binary_cross_entropy of sigmoid": (  # the composite the issue met, where float32's sigmoid is normal
+        lambda x, t: F.binary_cross_entropy(F.sigmoid(x), t, reduction="none"),
+        lambda x, t: TF.binary_cross_entropy(torch.sigmoid(x), t, reduction="none"),
+        [X[np.abs(X) <= 88], T[np.abs(X) <= 88]],
+        5,  # 2.48 eps seen
+    ),
+}
+
+
+def close(ours, theirs, dtype, eps_units):
+    """Indices where ours and theirs differ by more than eps_units relative or the smallest normal absolute
+    (NaN against NaN and equal infinities agree)."""
+    info = np.finfo(dtype)
+    ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
+    same = (ours == theirs) | (np.isnan(ours) & np.isnan(theirs))
+    with np.errstate(invalid="ignore"):  # inf - inf: judged by `same`
+        within = np.abs(ours - theirs) <= eps_units * info.eps * np.abs(theirs) + info.tiny
+    return np.flatnonzero(~(same | within))
+
+
+def differences(label, dtype):
+    ours_call, theirs_call, arrays, eps_units = CASES[label]
+    ours_in = [tensorlab.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
+    theirs_in = [torch.from_numpy(a.astype(dtype)).requires_grad_() for a in arrays]
+    ours, theirs = ours_call(*ours_in), theirs_call(*theirs_in)
+    ours.backward(np.ones(ours.shape, dtype))
+    theirs.backward(torch.ones_like(theirs))
+    found = []
+    pairs = [("value", ours.numpy(), theirs.detach().numpy())]
+    pairs += [(f"gradient {k}", a.grad, t.grad.numpy()) for k, (a, t) in enumerate(zip(ours_in, theirs_in))]
+    x = arrays[0]
+    for what, a, t in pairs:
+        found += [f"{label} {dtype} {what} at {x[i]}: {a[i]}, PyTorch {t[i]}" for i in close(a, t, dtype, eps_units)]
+    return found
+
+
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("label", CASES)
+def test_agrees_with_pytorch_from_minus_1000_to_1000(label, dtype):
+    found = differences(label, dtype)
+    assert not found, f"{len(found)} differences, e.g.\n" + "\n".join(found[:10])
+
+
+def test_the_issues_values():
+    x = tensorlab.tensor(np.array([-20.0], np.float32), requires_grad=True)
+    exact = 1 / (1 + math.exp(20))  # 2.0611536e-09
+    assert abs(F.sigmoid(x).item() - exact) <= 2 * np.finfo(np.float32).eps * exact
+    y = F.log(F.sigmoid(x))  # finite: -20, where the tanh form gave sigmoid 0 and log -inf
+    assert y.item() == -20.0
+    y.backward()
+    assert abs(x.grad[0] - 1.0) <= np.finfo(np.float32).eps
+    assert F.logsigmoid(tensorlab.tensor(np.array([-1000.0]))).item() == -1000.0
+
+
+def _sigmoid_through_tanh(self, x):  # the old form: 0 for float32 x below about -17
+    self.y = 0.5 * (np.tanh(0.5 * x) + 1)
+    return self.y
+
+
+_BCE_BACKWARD = BinaryCrossEntropy.backward
+
+
+def _target_gradient_through_two_logs(self, gy):  # log(1 - p) - log p: loses the digits near p = 1/2
+    gp, _ = _BCE_BACKWARD(self, gy)
+    with np.errstate(divide="ignore"):
+        return gp, self.loss_grad(gy) * (np.log1p(-self.p) - np.log(self.p))
+
+
+@pytest.mark.parametrize(
+    "label, cls, name, wrong",
+    [
+        ("sigmoid", _ew.Sigmoid, "forward", _sigmoid_through_tanh),
+        ("binary_cross_entropy", BinaryCrossEntropy, "backward", _target_gradient_through_two_logs),
+    ],
+)
+def test_a_formula_that_loses_digits_is_caught(label, cls, name, wrong, monkeypatch):
+    monkeypatch.setattr(cls, name, wrong)
+    assert differences(label, "float32") or differences(label, "float64")
+
+
+# ----- var and std where n - correction <= 0 ------------------------------------------------------------------
+
+VAR_CASES = [  # (shape, axis, correction): over all axes and over some, n - correction 0 and below
+    (shape, axis, correction)
+    for shape, axes in [((1,), [None, 0]), ((2,), [None, 0]), ((2, 3), [1, None]), ((1, 3), [0])]
+    for axis in axes
+    for correction in (1, 2, 3)
+]
+
+
+def var_gradients(op, shape, axis, correction):
+    x = np.arange(1.0, 1.0 + math.prod(shape)).reshape(shape)
+    ours_in, theirs_in = tensorlab.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours = getattr(F, op)(ours_in, axis=axis, correction=correction)
+    theirs = getattr(theirs_in, op)(**({} if axis is None else {"dim": axis}), correction=correction)
+    ours.backward(np.ones(ours.shape))
+    theirs.backward(torch.ones_like(theirs))
+    return ours.numpy(), theirs.detach().numpy(), ours_in.grad, theirs_in.grad.numpy()
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("shape, axis, correction", VAR_CASES)
+def test_var_and_std_past_the_degrees_of_freedom_are_pytorchs_to_the_sign_of_zero(op, shape, axis, correction):
+    value, their_value, grad, their_grad = var_gradients(op, shape, axis, correction)
+    np.testing.assert_array_equal(value, their_value)
+    np.testing.assert_array_equal(grad, their_grad)
+    assert (np.signbit(grad) == np.signbit(their_grad)).all(), (grad, their_grad)
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_a_var_gradient_that_divides_by_max_0_is_caught(monkeypatch):
+    """The planted mistake: the old backward, 2 (x - m) / max(n - c, 0): NaN where PyTorch gives -0."""
+
+    def divides_by_max_0(self, gy):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return expand_reduced(gy, self.x_shape, self.axes) * (2 * self.centered / max(self.dof, 0))
+
+    monkeypatch.setattr(Var, "backward", divides_by_max_0)
+    with pytest.raises(AssertionError):
+        test_var_and_std_past_the_degrees_of_freedom_are_pytorchs_to_the_sign_of_zero("var", (1,), 0, 2)
