@@ -62,6 +62,8 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, data, requires_grad=False):
+        if isinstance(data, np.generic):  # a NumPy scalar (np.sum's result): a 0-d array, as CuPy gives
+            data = np.asarray(data)
         if requires_grad and data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require gradients, got dtype {data.dtype}")
         self._data = data
@@ -211,8 +213,7 @@ class Tensor:
             if slots is None:  # every consumer returned None for it: no gradient flows here
                 continue
             output_grads = slots if len(slots) == 1 else _fill_missing(fn, slots)  # one output: it got its gradient
-            if any(counter[0] != version for _, counter, version in fn.versions):  # written in place since fn ran
-                _check_saved_unchanged(fn)
+            _check_saved_unchanged(fn)
             input_grads = fn.backward(*output_grads)
             if not isinstance(input_grads, tuple):
                 input_grads = (input_grads,)
@@ -590,9 +591,8 @@ def _check_saved_unchanged(fn):
     Only memory fn keeps counts: `x + y` keeps nothing, so writing into x after it changes no gradient
     (PyTorch lets that pass too); `x * y` keeps both.
     """
-    kept = [a for name, value in vars(fn).items() if name not in ("inputs", "versions") for a in _arrays(value)]
     for k, (array, counter, version) in enumerate(fn.versions):
-        if counter[0] != version and any(_shares_memory(array, a) for a in kept):
+        if counter[0] != version and any(_shares_memory(array, a) for a in _kept_arrays(fn)):
             n, name = len(fn.inputs), _op_name(fn)
             which = f"input {k}" if k < n else "output" if len(fn.versions) == n + 1 else f"output {k - n}"
             raise RuntimeError(
@@ -603,9 +603,11 @@ def _check_saved_unchanged(fn):
             )
 
 
-def _arrays(value):
-    """The arrays in an attribute of a Function: itself, or those in a tuple or list."""
-    return [a for a in (value if isinstance(value, (tuple, list)) else [value]) if hasattr(a, "strides")]
+def _kept_arrays(fn):
+    """Every array fn keeps on itself for its backward, alone or in a tuple or list."""
+    for name, value in vars(fn).items():
+        if name not in ("inputs", "versions"):
+            yield from (a for a in (value if isinstance(value, (tuple, list)) else [value]) if hasattr(a, "strides"))
 
 
 def _shares_memory(a, b):

@@ -80,17 +80,13 @@ def test_writing_an_input_or_output_after_forward_never_gives_a_wrong_gradient(c
         _assert_refused_or_unchanged(_run(case, lambda inputs, outputs, i=i: _write(inputs[i])), clean, f"input {i}")
     probe = case.tl_fn(*[tensorlab.tensor(x) if isinstance(x, np.ndarray) else x for x in case.inputs])
     for k in range(len(probe) if isinstance(probe, tuple) else 1):
-
-        def write_output(inputs, outputs, k=k):
-            if isinstance(outputs[k].data, np.ndarray):  # a NumPy scalar (np.sum's 0-d result) takes no writes
-                _write(outputs[k])
-
-        _assert_refused_or_unchanged(_run(case, write_output), clean, f"output {k}")
+        _assert_refused_or_unchanged(_run(case, lambda inputs, outputs, k=k: _write(outputs[k])), clean, f"output {k}")
 
 
 def test_data_is_the_plain_array_itself(backend):
-    x = tensorlab.tensor(np.array([[1.0, 2.0], [3.0, 4.0]]), device=backend.device)
-    assert type(x.data) is type(backend.xp.zeros(1)) and x.data is x.data
+    x = tensorlab.tensor(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True, device=backend.device)
+    for t in (x, x.sum(), x[0, 1], x.max(), x.mean(axis=0), x.detach()):  # 0-d results too: arrays, never scalars
+        assert type(t.data) is type(backend.xp.zeros(1)) and t.data is t.data
     if backend.name == "numpy":
         assert type(x.data) is np.ndarray and repr(x.data) == repr(x.numpy())
         assert type(x.data.copy()) is np.ndarray
@@ -170,8 +166,8 @@ def test_an_optimizer_step_between_forward_and_backward_is_refused_like_pytorch(
 
 
 def test_a_view_taken_before_shares_the_counter_of_the_tensor_it_views(backend):
-    """w.T and w.reshape(...) look at w's memory: a step on w counts for the graphs that saved them."""
-    for view in (lambda w: w.T.T, lambda w: w.reshape(6).reshape(3, 2), lambda w: w.detach()):
+    """w.T, w.reshape(...), detach() and Parameter(w) look at w's memory: a write into w counts for them."""
+    for view in (lambda w: w.T.T, lambda w: w.reshape(6).reshape(3, 2), lambda w: w.detach(), nn.Parameter):
         w, _ = _linear_loss(backend)
         v = view(w)
         assert v._version_counter is w._version_counter
