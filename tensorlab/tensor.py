@@ -463,7 +463,9 @@ class Function:
     Subclasses implement `forward(self, *xs)` returning an array (or a tuple of
     arrays for several outputs) and `backward(self, *gys)` returning one gradient
     per input (None for inputs that take no gradient, such as integer ids). Anything
-    backward needs from forward is kept on `self`. Non-tensor settings (an axis, a
+    backward needs from forward is kept on `self`, as arrays or tuples/lists of arrays:
+    backward refuses to run when an input or output whose memory is kept there was written
+    in place since (the version counter, `Tensor._version`). Non-tensor settings (an axis, a
     probability) go to `__init__`. Because of that saved state, an instance is called
     once: `Exp()(a) + Exp()(b)`; calling the same instance again raises.
     """
