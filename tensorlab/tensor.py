@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from tensorlab import backend, version_counter
+from tensorlab import backend
 
 
 class _GradMode(threading.local):
@@ -62,9 +62,12 @@ class Tensor:
     __array_ufunc__ = None
 
     def __init__(self, data, requires_grad=False):
+        if isinstance(data, np.generic):  # a NumPy scalar (np.sum's result): a 0-d array, as CuPy gives
+            data = np.asarray(data)
         if requires_grad and data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require gradients, got dtype {data.dtype}")
-        self._data = version_counter.unwatched(data)
+        self._data = data
+        self._version_counter = [0]  # in-place writes into this memory so far; one list for a tensor and its views
         self.grad = None
         self.requires_grad = requires_grad
         self.creator = None  # the Function that produced this tensor, None for leaves
@@ -74,16 +77,48 @@ class Tensor:
     # ----- array facts -------------------------------------------------------------------------
     @property
     def data(self):
-        """The values as an array, to read or to change in place (outside the graph).
+        """The values: the plain backend array itself, outside the graph and untracked, as PyTorch's `.data`.
 
-        In-place writes through it are counted (tensorlab.version_counter): backward refuses an op whose
-        saved input or output was changed after the op ran, instead of using the new values.
+        A write through it moves no version (see `_version`): backward then computes with the new values.
         """
-        return version_counter.watched(self._data)
+        return self._data
 
     @data.setter
     def data(self, array):
-        self._data = version_counter.unwatched(array)
+        self._data = array
+
+    @property
+    def _version(self):
+        """How often the engine wrote into this tensor's memory in place (PyTorch's name; read only).
+
+        The engine's writers bump it: `copy_`, an optimizer's `step()`, `Module.load_state_dict`. A view of a
+        tensor (`reshape`, `x[1:]`, `detach()`) shares its counter, as in PyTorch. Each op notes the versions
+        of its inputs and outputs; backward refuses an op whose saved memory was written since.
+        """
+        return self._version_counter[0]
+
+    def _bump_version(self):
+        """Count one in-place write into this tensor's memory (the engine's writers call it after writing)."""
+        self._version_counter[0] += 1
+
+    def copy_(self, src):
+        """Copy `src` (a Tensor or an array) into this tensor in place, as PyTorch's copy_: broadcast to its
+        shape, cast to its dtype, moved to its device; returns self. Outside the graph: a tensor that requires
+        grad takes it only under `no_grad()`."""
+        if self.requires_grad and _grad_mode.enabled:
+            raise RuntimeError(
+                "copy_(): this tensor requires grad, and tensorlab records no in-place op in the graph; "
+                "copy under `with tensorlab.no_grad():` (as load_state_dict does), or compute a new tensor"
+            )
+        src = src._data if isinstance(src, Tensor) else src
+        shape = getattr(src, "shape", None)
+        fits = shape is not None and len(shape) <= self.ndim
+        if not fits or any(n not in (1, m) for n, m in zip(shape[::-1], self.shape[::-1])):  # broadcasts to mine?
+            got = f"shape {shape}" if shape is not None else type(src).__name__
+            raise ValueError(f"copy_(): expected a Tensor or an array that broadcasts to shape {self.shape}, got {got}")
+        self._data[...] = backend.to_device(src, self.device).astype(self.dtype, copy=False)
+        self._bump_version()
+        return self
 
     @property
     def shape(self):
@@ -133,7 +168,9 @@ class Tensor:
 
     def detach(self):
         """The same data, cut off from the graph: a leaf that shares memory and requires no grad."""
-        return Tensor(self._data)
+        detached = Tensor(self._data)
+        detached._version_counter = self._version_counter  # the same memory: writes into either count for both
+        return detached
 
     def to(self, device):
         """This tensor on 'cpu' or 'cuda', in the graph as PyTorch's `.to` (the gradient comes back to this
@@ -178,8 +215,7 @@ class Tensor:
             if slots is None:  # every consumer returned None for it: no gradient flows here
                 continue
             output_grads = slots if len(slots) == 1 else _fill_missing(fn, slots)  # one output: it got its gradient
-            if version_counter.writes != fn.writes_before:  # something was written in place since fn ran
-                _check_saved_unchanged(fn)
+            _check_saved_unchanged(fn)
             input_grads = fn.backward(*output_grads)
             if not isinstance(input_grads, tuple):
                 input_grads = (input_grads,)
@@ -437,7 +473,9 @@ class Function:
     Subclasses implement `forward(self, *xs)` returning an array (or a tuple of
     arrays for several outputs) and `backward(self, *gys)` returning one gradient
     per input (None for inputs that take no gradient, such as integer ids). Anything
-    backward needs from forward is kept on `self`. Non-tensor settings (an axis, a
+    backward needs from forward is kept on `self`, as arrays or tuples/lists of arrays:
+    backward refuses to run when an input or output whose memory is kept there was written
+    in place since (the version counter, `Tensor._version`). Non-tensor settings (an axis, a
     probability) go to `__init__`. Because of that saved state, an instance is called
     once: `Exp()(a) + Exp()(b)`; calling the same instance again raises.
     """
@@ -468,10 +506,16 @@ class Function:
         outputs = (outputs,) if single else outputs
         needs_graph = any_requires_grad and _grad_mode.enabled
         results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
+        for y, result in zip(outputs, results):  # a view (reshape, x[1:]) counts writes with the tensor it views
+            for t in tensors:
+                if y is t._data or (y.base is not None and _shares_memory(y, t._data)):
+                    result._version_counter = t._version_counter
+                    break
         if needs_graph:
             self.inputs = tensors
             self.output_meta = [(y.shape, y.dtype) for y in outputs]
-            self.writes_before = version_counter.writes
+            # what backward compares: each input's and output's array, version counter and version now
+            self.versions = [(t._data, t._version_counter, t._version_counter[0]) for t in (*tensors, *results)]
             if single:  # most ops: one output, its output_index already 0
                 results[0].creator = self
             else:
@@ -545,22 +589,33 @@ def _op_name(fn):
 
 
 def _check_saved_unchanged(fn):
-    """Refuse to run fn's backward on values changed in place since its forward (tensorlab.version_counter)."""
-    changed = version_counter.changed_saved(fn)
-    if changed is None:
-        return
-    memory = version_counter.owner(changed)
-    inputs = [i for i, t in enumerate(fn.inputs) if version_counter.owner(t._data) is memory]
-    if inputs:
-        which, shape, dtype = f"input {inputs[0]}", fn.inputs[inputs[0]].shape, fn.inputs[inputs[0]].dtype
-    else:  # memory its forward made: the output, or a view of it
-        which, shape, dtype = "output", changed.shape, changed.dtype
-    name = _op_name(fn)
-    raise RuntimeError(
-        f"backward(): {name} saved its {which} (shape {shape}, dtype {dtype}) for backward, and it was changed "
-        f"in place after {name} ran, so its gradient would use the new values; change it after backward(), "
-        f"or change a copy (.data.copy())"
-    )
+    """Refuse fn's backward when memory it kept for it was written in place since its forward (PyTorch's check).
+
+    Only memory fn keeps counts: `x + y` keeps nothing, so writing into x after it changes no gradient
+    (PyTorch lets that pass too); `x * y` keeps both.
+    """
+    for k, (array, counter, version) in enumerate(fn.versions):
+        if counter[0] != version and any(_shares_memory(array, a) for a in _kept_arrays(fn)):
+            n, name = len(fn.inputs), _op_name(fn)
+            which = f"input {k}" if k < n else "output" if len(fn.versions) == n + 1 else f"output {k - n}"
+            raise RuntimeError(
+                f"backward(): {name} saved its {which} (shape {array.shape}, dtype {array.dtype}), which was modified "
+                f"by an inplace operation after {name} ran (it is at version {counter[0]}, {name} saved version "
+                f"{version}); call backward() before changing it (optimizer.step(), load_state_dict(), copy_()), "
+                f"or run the forward again after the change"
+            )
+
+
+def _kept_arrays(fn):
+    """Every array fn keeps on itself for its backward, alone or in a tuple or list."""
+    for name, value in vars(fn).items():
+        if name not in ("inputs", "versions"):
+            yield from (a for a in (value if isinstance(value, (tuple, list)) else [value]) if hasattr(a, "strides"))
+
+
+def _shares_memory(a, b):
+    """Whether arrays a and b may look at the same memory (one a view of the other, or both of a third)."""
+    return a is b or (type(a) is type(b) and backend.array_module(a).may_share_memory(a, b))
 
 
 def _check_grad(fn, tensor, gx):

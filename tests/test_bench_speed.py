@@ -63,7 +63,6 @@ BENCH_PROBES = {
     "speed": (["--configs", "nosuch"], 2, "unknown config(s) ['nosuch']"),
     "quality": (["configs/seed_000.json", "--data", "tests/data/small_corpus.txt"], 2, "scores the ordered split only"),
     "profile_step": (["--help"], 0, "usage: profile_step.py"),
-    "version_counter": (["--help"], 0, "usage: version_counter.py"),
     "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
     "kernel_choices": (["--help"], 0, "usage: kernel_choices.py"),
 }

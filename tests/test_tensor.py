@@ -306,9 +306,54 @@ def test_no_grad_restores_the_mode_after_an_exception():
 def test_detach_shares_data_and_stops_the_gradient(backend):
     x = tensorlab.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True, device=backend.device)
     d = x.detach()
-    assert d._data is x._data and not d.requires_grad and d.is_leaf  # one array: a write into d shows in x
+    assert d.data is x.data and not d.requires_grad and d.is_leaf  # one array: a write into d shows in x
+    assert d._version_counter is x._version_counter  # so does its version, as in PyTorch
     (x * d).sum().backward()  # d is a constant: d(x * c)/dx = c
     np.testing.assert_array_equal(host(x.grad), [1.0, 2.0, 3.0])
+
+
+def test_copy_writes_in_place_as_pytorch_does(backend):
+    """Broadcast to the shape, cast to the dtype, moved to the device, self returned: torch's copy_."""
+    x = tensorlab.tensor(np.zeros((2, 3), np.float32), device=backend.device)
+    t = torch.zeros((2, 3))
+    alias = x.data
+    assert x.copy_(tensorlab.tensor(np.array([1.5, 2.5, 3.5]))) is x  # from the host, float64
+    t.copy_(torch.tensor([1.5, 2.5, 3.5], dtype=torch.float64))
+    assert x.dtype == np.float32 and x.device == backend.device and x.data is alias  # the same memory
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    x.copy_(np.ones((1, 1), np.int64))
+    np.testing.assert_array_equal(x.numpy(), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize(
+    "src, message",
+    [
+        (np.ones(4), "copy_(): expected a Tensor or an array that broadcasts to shape (2, 3), got shape (4,)"),
+        (
+            np.ones((2, 2, 3)),
+            "copy_(): expected a Tensor or an array that broadcasts to shape (2, 3), got shape (2, 2, 3)",
+        ),
+        (1.0, "copy_(): expected a Tensor or an array that broadcasts to shape (2, 3), got float"),
+    ],
+)
+def test_copy_refuses_what_does_not_fit_in_one_line(src, message):
+    x = tensorlab.tensor(np.zeros((2, 3)))
+    with pytest.raises(ValueError) as error:
+        x.copy_(src)
+    assert str(error.value) == message
+    assert x._version == 0
+
+
+def test_copy_into_a_tensor_that_requires_grad_needs_no_grad_as_in_pytorch():
+    x = tensorlab.tensor(np.zeros(2), requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape("copy_(): this tensor requires grad")):
+        x.copy_(np.ones(2))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        torch.zeros(2, requires_grad=True).copy_(torch.ones(2))
+    with tensorlab.no_grad():
+        x.copy_(np.ones(2))
+    np.testing.assert_array_equal(x.numpy(), [1.0, 1.0])
+    assert x._version == 1
 
 
 def test_numpy_returns_a_host_copy(backend):

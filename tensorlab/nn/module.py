@@ -11,6 +11,7 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.nn.parameter import Parameter
+from tensorlab.tensor import no_grad
 
 # Context managers hook(module) that Module.__call__ enters around each forward, for tools that watch module calls
 # (tensorlab.graph.record() adds one while it records); empty, a call is just forward.
@@ -127,8 +128,9 @@ class Module:
             problems.append("wrong shape: " + "; ".join(wrong_shape))
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__} failed: " + " | ".join(problems))
-        for name, p in own.items():
-            p.data[...] = backend.to_device(state[name], p.device).astype(p.dtype, copy=False)
+        with no_grad():  # copy_ counts the write: backward refuses a graph that saved p before the load
+            for name, p in own.items():
+                p.copy_(state[name])
 
     def __repr__(self):
         lines = [f"  ({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]

@@ -33,8 +33,6 @@ class AdamW(Optimizer):
         xp = backend.array_module(p.data)
         if not state:
             state["step"] = 0
-            # plain arrays: zeros_like(p.data) would take the watched view's type, and tensorlab.version_counter
-            # would count every update of m and v as a write, for nothing (0.2 ms of the seed_d128 step)
             state["exp_avg"] = xp.zeros(p.shape, p.dtype)  # m
             state["exp_avg_sq"] = xp.zeros(p.shape, p.dtype)  # v
         state["step"] += 1

@@ -65,6 +65,7 @@ class Optimizer:
                 if p.grad is None:  # not used in this step's loss: leave it and its state alone
                     continue
                 self.update(p, p.grad, group, self.state.setdefault(p, {}))
+                p._bump_version()  # p changed in place: backward refuses a graph that saved it before the step
 
     def update(self, p, grad, group, state):
         """Change `p.data` in place using `grad` (an array), the group's hyperparameters and `state`."""

@@ -486,6 +486,7 @@ _FUNCTIONS = {
     "prod": "a, axis=None, dtype=None, out=None, keepdims=False",
     "allclose": "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
     "array_equal": "a1, a2, equal_nan=False",
+    "may_share_memory": "a, b, max_work=None",
     # linear algebra (cuBLAS)
     "matmul": "*args, axes=None, axis=None, keepdims=False, casting='same_kind', dtype=None, signature=None, "
     "order='K', out=None",
