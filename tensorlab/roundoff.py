@@ -70,10 +70,23 @@ def _memory(array):
     return array
 
 
-def _perturbed(results, arguments):
-    """Each array of `results` (one, a tuple or a list; None passes) perturbed unless it shares an argument's memory."""
+def _perturbed(results, arguments, in_place):
+    """Each array of `results` (one, a tuple or a list; None passes) perturbed unless it shares an argument's memory.
+
+    A forward's results are moved in place, as a kernel would have written them: an op that keeps its output for
+    backward (exp keeps y) then keeps the moved values, and a write into that output is still one into what it kept.
+    """
+
+    def move(y):
+        if y is None or id(_memory(y)) in taken:
+            return y
+        moved = perturb(y, _seed)
+        if not (in_place and getattr(getattr(y, "flags", None), "writeable", True)):
+            return moved
+        y[...] = moved
+        return y
+
     taken = {id(_memory(a)) for a in arguments if hasattr(a, "dtype")}
-    move = lambda y: y if y is None or id(_memory(y)) in taken else perturb(y, _seed)  # noqa: E731
     return type(results)(map(move, results)) if isinstance(results, (tuple, list)) else move(results)
 
 
@@ -94,7 +107,7 @@ def _wrap(cls):
         @functools.wraps(method)
         def chaotic(self, *arrays, _method=method, _name=name):
             results = _method(self, *arrays)  # an exact subclass may inherit this method: asked at each call
-            return results if _exact(type(self), _name) else _perturbed(results, arrays)
+            return results if _exact(type(self), _name) else _perturbed(results, arrays, _name == "forward")
 
         setattr(cls, name, chaotic)
 
