@@ -488,28 +488,30 @@ def norm_module_args(r, x):
     return {"d": d, "w": values(r, (d,), dtype), "b": values(r, (d,), dtype), "eps": float(r.choice([1e-5, 0.1]))}
 
 
-def block_args(r, x):
-    """Weights for an attention or feed-forward block over x (B, T, C), C = H * D."""
+def attention_block_args(r, x):
+    """Weights of a causal self-attention over x (B, T, C), C = H * D."""
     if x.ndim != 3 or x.dtype.kind != "f" or x.shape[-1] == 0:
         return None
-    c = x.shape[-1]
-    heads = [h for h in (1, 2) if c % h == 0 and (c // h) % 2 == 0] or [1]
-    h, f, dt = int(r.choice(heads)), int(r.integers(1, 4)), str(x.dtype)
-    return {
-        "h": h,
-        "rope": flag(r) and (c // h) % 2 == 0,
-        "wqkv": values(r, (3 * c, c), dt) / 2,
-        "bqkv": values(r, (3 * c,), dt),
-        "wo": values(r, (c, c), dt) / 2,
-        "bo": values(r, (c,), dt),
-        "w1": values(r, (f, c), dt),
-        "b1": values(r, (f,), dt),
-        "w2": values(r, (c, f), dt),
-        "b2": values(r, (c,), dt),
-        "w3": values(r, (f, c), dt),
-        "b3": values(r, (f,), dt),
-        "act": str(r.choice(["gelu", "relu", "swiglu"])),
-    }
+    c, dt = x.shape[-1], str(x.dtype)
+    h = int(r.choice([h for h in (1, 2) if c % h == 0 and (c // h) % 2 == 0] or [1]))
+    weights = {"wqkv": (3 * c, c), "bqkv": (3 * c,), "wo": (c, c), "bo": (c,)}
+    return {"h": h, "rope": flag(r) and (c // h) % 2 == 0, **{k: values(r, n, dt) / 2 for k, n in weights.items()}}
+
+
+def feed_forward_args(r, x):
+    """Weights of a feed-forward block over x (B, T, C): C -> F -> C (three matrices for SwiGLU)."""
+    if x.ndim != 3 or x.dtype.kind != "f" or x.shape[-1] == 0:
+        return None
+    c, f, dt = x.shape[-1], int(r.integers(1, 4)), str(x.dtype)
+    act = str(r.choice(["gelu", "relu", "swiglu"]))
+    weights = {"w1": (f, c), "b1": (f,), "w2": (c, f), "b2": (c,)}
+    weights.update({"w3": (f, c), "b3": (f,)} if act == "swiglu" else {})
+    return {"act": act, "w3": None, "b3": None, **{k: values(r, n, dt) for k, n in weights.items()}}
+
+
+def block_args(r, x):
+    attention, feed_forward = attention_block_args(r, x), feed_forward_args(r, x)
+    return None if attention is None else {**attention, **feed_forward}
 
 
 def _tl_attention(x, h, rope, wqkv, bqkv, wo, bo):
@@ -551,6 +553,82 @@ def _torch_feed_forward(x, act, w1, b1, w2, b2, w3, b3):
     else:
         hidden = TF.gelu(hidden) if act == "gelu" else TF.relu(hidden)
     return TF.linear(hidden, w2, b2)
+
+
+def transformer_block_args(r, x):
+    args = block_args(r, x)
+    if args is None:
+        return None
+    c, dt = x.shape[-1], str(x.dtype)
+    norm, position = str(r.choice(["rmsnorm", "layernorm", "none"])), str(r.choice(["pre", "post"]))
+    return {**args, "norm": norm, "position": position, "n1": values(r, (c,), dt), "n2": values(r, (c,), dt)}
+
+
+def _tl_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b1, w2, b2, w3, b3):
+    c, f = x.shape[-1], w1.shape[0]
+    pos_encoding = "rope" if rope else "learned"
+    config = nn.TransformerConfig(
+        d_model=c,
+        n_heads=h,
+        d_ff=f,
+        activation=act,
+        norm=norm,
+        norm_position=position,
+        pos_encoding=pos_encoding,
+        dtype=str(x.dtype),
+    )
+    m = nn.TransformerBlock(config)
+    _set(m.attn.qkv, weight=wqkv, bias=bqkv), _set(m.attn.proj, weight=wo, bias=bo)
+    _set(m.ffn.gate if act == "swiglu" else m.ffn.fc, weight=w1, bias=b1), _set(m.ffn.proj, weight=w2, bias=b2)
+    if act == "swiglu":
+        _set(m.ffn.up, weight=w3, bias=b3)
+    if norm != "none":
+        _set(m.norm1, weight=n1), _set(m.norm2, weight=n2)
+    return m(x)
+
+
+def _torch_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b1, w2, b2, w3, b3):
+    def normed(z, w):
+        if norm == "none":
+            return z
+        if norm == "rmsnorm":
+            return TF.rms_norm(z, z.shape[-1:], w, 1e-5)
+        return TF.layer_norm(z, z.shape[-1:], w, None, 1e-5)
+
+    def attention(z):
+        return _torch_attention(z, h, rope, wqkv, bqkv, wo, bo)
+
+    def feed_forward(z):
+        return _torch_feed_forward(z, act, w1, b1, w2, b2, w3, b3)
+
+    if position == "pre":
+        x = x + attention(normed(x, n1))
+        return x + feed_forward(normed(x, n2))
+    x = normed(x + attention(x), n1)
+    return normed(x + feed_forward(x), n2)
+
+
+def clip_args(r, x):
+    if x.dtype.kind != "f" and r.random() < 0.9:
+        return None
+    dtype = str(x.dtype) if x.dtype.kind == "f" else "float32"
+    g = values(r, x.shape, dtype, special=0.1 * (r.random() < 0.2))
+    return {"g": Const(g), "max_norm": float(r.choice([1.0, 0.1, 10.0, 0.0]))}
+
+
+def _tl_clip(x, g, max_norm):
+    """The gradient after optim.clip_grad_norm_, and the total norm it returned, as one vector."""
+    p = nn.Parameter(x.numpy())
+    p.grad = g.numpy()
+    total = optim.clip_grad_norm_([p], max_norm)
+    return tl.tensor(np.append(p.grad.ravel(), np.asarray(total, p.grad.dtype)))
+
+
+def _torch_clip(x, g, max_norm):
+    p = torch.nn.Parameter(x.detach().clone())
+    p.grad = g.clone()
+    total = torch.nn.utils.clip_grad_norm_([p], max_norm)
+    return torch.cat([p.grad.ravel(), total.reshape(1).to(p.grad.dtype)])
 
 
 def optimizer_args(r, x):
@@ -601,17 +679,10 @@ def _torch_optimize(x, gs, opt, hp):
     return torch.stack(after)
 
 
-HELPERS = {
+HELPERS = {  # the functions the code strings call; a reproducer prints the ones it uses
     f.__name__: f
-    for f in (
-        _set,
-        _tl_attention,
-        _torch_attention,
-        _tl_feed_forward,
-        _torch_feed_forward,
-        _tl_optimize,
-        _torch_optimize,
-    )
+    for f in (_set, _tl_attention, _torch_attention, _tl_feed_forward, _torch_feed_forward, _tl_block, _torch_block)
+    + (_tl_optimize, _torch_optimize, _tl_clip, _torch_clip)
 }
 
 
@@ -795,15 +866,22 @@ def _ops():
             "nn.CausalSelfAttention",
             "_tl_attention(x, h, rope, wqkv, bqkv, wo, bo)",
             "_torch_attention(x, h, rope, wqkv, bqkv, wo, bo)",
-            block_args,
+            attention_block_args,
         ),
         Op(
             "nn.FeedForward",
             "_tl_feed_forward(x, act, w1, b1, w2, b2, w3, b3)",
             "_torch_feed_forward(x, act, w1, b1, w2, b2, w3, b3)",
-            block_args,
+            feed_forward_args,
+        ),
+        Op(
+            "nn.TransformerBlock",
+            "_tl_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b1, w2, b2, w3, b3)",
+            "_torch_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b1, w2, b2, w3, b3)",
+            transformer_block_args,
         ),
         Op("optim", "_tl_optimize(x, gs, opt, hp)", "_torch_optimize(x, gs, opt, hp)", optimizer_args),
+        Op("clip_grad_norm_", "_tl_clip(x, g, max_norm)", "_torch_clip(x, g, max_norm)", clip_args),
     ]
     return {op.name: op for op in ops}
 
