@@ -692,12 +692,14 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ops", nargs="*", default=None, help="only these ops of tests/fuzz_programs.py")
     parser.add_argument("--no-shrink", action="store_true", help="list the differences without shrinking them")
+    parser.add_argument("--budget", type=int, default=400, help="programs run to shrink each kind of difference")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.ops or ()) - set(OPS))
     if unknown:
         parser.error(f"no such op: {', '.join(unknown)} (the table's ops: {', '.join(OP_NAMES)})")
     torch.set_num_threads(1)
-    report = fuzz(args.programs, args.seed, sorted(args.ops) if args.ops else OP_NAMES, 0 if args.no_shrink else None)
+    ops = sorted(args.ops) if args.ops else OP_NAMES
+    report = fuzz(args.programs, args.seed, ops, 0 if args.no_shrink else None, args.budget)
     print(report.text())
     return 1 if report.undocumented else 0
 
