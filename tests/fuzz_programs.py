@@ -888,6 +888,41 @@ def _ops():
 
 OPS = _ops()
 
+# The ops whose result adds up terms (a reduction, a product of matrices, a normalisation, a module, an optimizer
+# step): their round-off is relative to the terms, so they are compared at the scale of their inputs. Every other
+# op is compared relative to each element of its result (sigmoid(-20) is 2e-9, not 0).
+SUMS = {
+    "sum",
+    "x.sum",
+    "mean",
+    "x.mean",
+    "var",
+    "x.var",
+    "std",
+    "x.std",
+    "matmul",
+    "x @ y",
+    "linear",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "binary_cross_entropy",
+    "rope",
+    "rms_norm",
+    "binary_cross_entropy_with_logits",
+    "layer_norm",
+    "causal_attention",
+    "optim",
+    "clip_grad_norm_",
+}
+SUMS |= {name for name in OPS if name.startswith("nn.")}
+# How much a normalisation may magnify its inputs' round-off: (x - mean) / sqrt(var + eps) at var = 0 (a row of
+# equal values, or of one) is PyTorch's rounding of the mean times 1/sqrt(eps) (-2e-5 where tensorlab gives 0).
+NORMS = ("layer_norm", "rms_norm", "nn.LayerNorm", "nn.RMSNorm", "nn.TransformerBlock")
+CONDITION = {name: lambda args: 1 / math.sqrt(args.get("eps", 1e-5)) for name in NORMS}
+
 # The names each side's code sees besides x and the generator's.
 TL_NAMES = {"F": F, "nn": nn, "np": np, "tl": tl, **HELPERS}
 TORCH_NAMES = {"torch": torch, "TF": TF, "np": np, **HELPERS}
