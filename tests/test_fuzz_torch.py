@@ -2,8 +2,8 @@
 
 CI runs a few thousand seeded random programs and fails on any difference that is not a row of
 docs/differences-from-pytorch.md, printing each kind shrunk to a snippet. The fuzzer itself is tested as an
-adversary would: a wrong op is planted (a wrong value, dtype or gradient, NumPy's exception let through) and the
-fuzzer must find it and shrink it to a one-op program. A longer run is one command:
+adversary would: a wrong op is planted (a wrong value, dtype, shape or gradient, a refusal dropped, NumPy's
+exception let through) and the fuzzer must find it and shrink it to a one-op program. A longer run is one command:
 
     python tests/fuzz_torch.py --programs 100000 --seed 0
 """
@@ -11,6 +11,7 @@ fuzzer must find it and shrink it to a one-op program. A longer run is one comma
 import contextlib
 import io
 import re
+import warnings
 from pathlib import Path
 
 import fuzz_torch as fz
@@ -74,6 +75,14 @@ def _squeeze_by_numpy(x, axis=None):
     return Tensor(np.squeeze(x.data, axis))
 
 
+def _unsqueeze_clipping_the_axis(unsqueeze):
+    return lambda x, axis: unsqueeze(x, min(max(axis, -x.ndim - 1), x.ndim))
+
+
+def _mean_forgetting_keepdims(mean):
+    return lambda x, axis=None, keepdims=False: mean(x, axis)
+
+
 PLANTS = {  # a mistake: (plant it, the ops to fuzz, the difference expected)
     "a wrong value": (lambda mp: mp.setattr(ew.Tanh, "forward", _wrong_tanh), ["tanh", "x.tanh()"], "value"),
     "a wrong dtype": (
@@ -85,6 +94,12 @@ PLANTS = {  # a mistake: (plant it, the ops to fuzz, the difference expected)
         lambda mp: mp.setattr(ew.Sigmoid, "backward", _sigmoid_gradient_forgets_a_factor),
         ["sigmoid", "x.sigmoid()"],
         "gradient",
+    ),
+    "a wrong shape": (lambda mp: mp.setattr(F, "mean", _mean_forgetting_keepdims(F.mean)), ["mean"], "shape"),
+    "a refusal dropped": (
+        lambda mp: mp.setattr(F, "unsqueeze", _unsqueeze_clipping_the_axis(F.unsqueeze)),
+        ["unsqueeze"],
+        "computes",
     ),
     "NumPy's exception let through": (
         lambda mp: mp.setattr(F, "squeeze", _squeeze_by_numpy),
@@ -108,7 +123,8 @@ def test_the_fuzzer_finds_and_shrinks_a_planted_wrong_op(mistake, monkeypatch):
     assert difference.key == key and len(program.steps) == 1 and program.steps[0][0] in ops
     assert program.x0.size <= 2, f"{mistake}: shrunk to x0 of shape {program.x0.shape}"
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
         exec(compile(fz.reproducer(program, difference), "reproducer", "exec"), {})
     tl_line, torch_line = printed.getvalue().splitlines()[-2:]
     assert tl_line.startswith("tensorlab") and torch_line.startswith("PyTorch")
