@@ -3,7 +3,7 @@
 An `Op` is a name, one line of code for each side and a generator. The code is an expression (or statements that
 set `out`) over `x`, the value the program has so far, and the names the generator returns:
 
-    Op("softmax", "F.softmax(x, axis=axis)", "torch.softmax(x, dim=axis)", reduce_one_axis)
+    Op("softmax", "F.softmax(x, axis)", "torch.softmax(x, axis)", one_axis)
 
 `gen(r, x)` sees the value as PyTorch computed it (a NumPy array) and returns the names, or None when the op cannot
 take x (the program picks another op). It draws legal arguments mostly and illegal ones sometimes (an axis out of
