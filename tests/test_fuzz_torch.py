@@ -1,0 +1,130 @@
+"""The differential fuzzer against PyTorch (tests/fuzz_torch.py, its op table tests/fuzz_programs.py).
+
+CI runs a few thousand seeded random programs and fails on any difference that is not a row of
+docs/differences-from-pytorch.md, printing each kind shrunk to a snippet. The fuzzer itself is tested as an
+adversary would: a wrong op is planted (a wrong value, dtype, shape or gradient, a refusal dropped, NumPy's
+exception let through) and the fuzzer must find it and shrink it to a one-op program. A longer run is one command:
+
+    python tests/fuzz_torch.py --programs 100000 --seed 0
+"""
+
+import contextlib
+import io
+import re
+import warnings
+from pathlib import Path
+
+import fuzz_torch as fz
+import numpy as np
+import pytest
+from fuzz_programs import OPS
+
+import tensorlab.functional as F
+from tensorlab import Tensor
+from tensorlab.ops import elementwise as ew
+from tensorlab.ops import reduce
+
+PROGRAMS = 3000  # about 15 s of one CPU
+SEED = 32
+DIFFERENCES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "differences-from-pytorch.md"
+
+
+def test_random_programs_agree_with_pytorch_but_for_the_documented_differences():
+    report = fz.fuzz(PROGRAMS, SEED, shrink_groups=10, budget=200)
+    assert report.steps > 1.5 * PROGRAMS and report.refused > 0.05 * PROGRAMS  # chains, and illegal arguments
+    assert not report.undocumented, report.text()
+
+
+def test_every_exclusion_is_a_row_of_the_differences_page_and_is_met():
+    rows = {int(n) for n in re.findall(r"^\| (\d+) \|", DIFFERENCES_PAGE.read_text(), re.MULTILINE)}
+    for known in fz.KNOWN:
+        assert known.row in rows, f"fuzz_torch.KNOWN names row {known.row}, which the differences page lacks"
+        report = fz.fuzz(300, SEED, ops=list(known.ops), shrink_groups=0)
+        assert report.documented.get(known.row, 0) > 0, f"row {known.row}'s exclusion matched no program"
+
+
+def test_the_table_calls_every_functional_op_and_tensor_method():
+    code = "\n".join(op.tl for op in OPS.values())
+    assert [name for name in F.__all__ if f"F.{name}(" not in code] == []
+    every_program = {"backward", "retain_grad", "numpy"}  # the runner calls these itself
+    methods = [n for n, v in vars(Tensor).items() if callable(v) and not n.startswith("_")]
+    assert [m for m in methods if f"x.{m}(" not in code and m not in every_program] == []
+    for symbol in ("+", "-", "*", "/", "**", "@", "==", "!=", "<", "<=", ">", ">="):
+        assert f"x {symbol} y" in code
+    for symbol in ("+", "-", "*", "/", "**"):
+        assert f"y {symbol} x" in code
+
+
+# ----- the fuzzer catches a planted wrong op --------------------------------------------------------------------------
+
+
+def _wrong_tanh(self, x):
+    self.y = np.tanh(x) * 1.001
+    return self.y
+
+
+def _sum_in_float64(forward):
+    return lambda self, x: forward(self, x).astype(np.float64)
+
+
+def _sigmoid_gradient_forgets_a_factor(self, gy):
+    return gy * self.y
+
+
+def _squeeze_by_numpy(x, axis=None):
+    return Tensor(np.squeeze(x.data, axis))
+
+
+def _unsqueeze_clipping_the_axis(unsqueeze):
+    return lambda x, axis: unsqueeze(x, min(max(axis, -x.ndim - 1), x.ndim))
+
+
+def _mean_forgetting_keepdims(mean):
+    return lambda x, axis=None, keepdims=False: mean(x, axis)
+
+
+PLANTS = {  # a mistake: (plant it, the ops to fuzz, the difference expected)
+    "a wrong value": (lambda mp: mp.setattr(ew.Tanh, "forward", _wrong_tanh), ["tanh", "x.tanh()"], "value"),
+    "a wrong dtype": (
+        lambda mp: mp.setattr(reduce.Sum, "forward", _sum_in_float64(reduce.Sum.forward)),
+        ["sum", "x.sum"],
+        "dtype",
+    ),
+    "a wrong gradient": (
+        lambda mp: mp.setattr(ew.Sigmoid, "backward", _sigmoid_gradient_forgets_a_factor),
+        ["sigmoid", "x.sigmoid()"],
+        "gradient",
+    ),
+    "a wrong shape": (lambda mp: mp.setattr(F, "mean", _mean_forgetting_keepdims(F.mean)), ["mean"], "shape"),
+    "a refusal dropped": (
+        lambda mp: mp.setattr(F, "unsqueeze", _unsqueeze_clipping_the_axis(F.unsqueeze)),
+        ["unsqueeze"],
+        "computes",
+    ),
+    "NumPy's exception let through": (
+        lambda mp: mp.setattr(F, "squeeze", _squeeze_by_numpy),
+        ["squeeze"],
+        "foreign error",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", PLANTS)
+def test_the_fuzzer_finds_and_shrinks_a_planted_wrong_op(mistake, monkeypatch):
+    plant, ops, kind = PLANTS[mistake]
+    before = fz.fuzz(150, SEED, ops=ops, shrink_groups=0)
+    plant(monkeypatch)
+    after = fz.fuzz(150, SEED, ops=ops, shrink_groups=0)
+    found = {key: n for key, (n, _) in after.undocumented.items() if key[0] == kind}
+    assert found, f"{mistake}: no {kind} difference found in 150 programs of {ops}"
+    key = max(found, key=found.get)
+    assert found[key] > before.undocumented.get(key, [0])[0]
+    program, difference = fz.shrink(*after.undocumented[key][1], budget=300)
+    assert difference.key == key and len(program.steps) == 1 and program.steps[0][0] in ops
+    assert program.x0.size <= 2, f"{mistake}: shrunk to x0 of shape {program.x0.shape}"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        exec(compile(fz.reproducer(program, difference), "reproducer", "exec"), {})
+    tl_line, torch_line = printed.getvalue().splitlines()[-2:]
+    assert tl_line.startswith("tensorlab") and torch_line.startswith("PyTorch")
