@@ -12,7 +12,6 @@ would overwrite a file), 130 Ctrl-C.
 """
 
 import argparse
-import contextlib
 import difflib
 import json
 import os
@@ -20,11 +19,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, assignment, check, engine_check, grade
+from tensorlab.exercises import assignment, grade
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import LEVELS, Report
-from tensorlab.exercises.student import StudentError
-from tensorlab.exercises.watch import Stopped
 
 TIME_LIMIT = 5.0  # seconds per case: a backward that loops forever is stopped, and the case named
 
@@ -129,35 +126,18 @@ def _stub(exercise, dest):
 
 def _check(exercise, path, time_limit, seed, hints, as_json):
     if not path.is_file():
-        print(f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`.", file=sys.stderr)
+        why = f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`."
+        print(why, file=sys.stderr)
+        if as_json:  # a record all the same, for the program that reads it
+            report = Report(exercise, path, hints, show=None)
+            report.cannot_check([why])
+            print(json.dumps(report.record(2)))
         return 2
     report = Report(exercise, path, hints, show=None if as_json else print)
-    # with --json, stdout holds the JSON object alone: what the student's code prints goes to stderr
-    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        code = _run(exercise, path, time_limit, seed, report)
+    code = grade.run(exercise, path, time_limit, seed, report, echo=sys.stderr.write if as_json else sys.stdout.write)
     if as_json:
         print(json.dumps(report.record(code)))
     return code
-
-
-def _run(exercise, path, time_limit, seed, report):
-    report(f"Exercise {exercise.name!r}: {exercise.title}")
-    runner = RUNNERS[exercise.kind]
-    try:
-        passed = runner.check(exercise, path, out=report, time_limit=time_limit, seed=seed)
-    except Stopped as stop:
-        report.stopped(stop.line)
-        return stop.code
-    except KeyboardInterrupt:
-        report("Interrupted (Ctrl-C) before any case ran.")
-        return 130
-    except StudentError as error:
-        report.cannot_check(error.lines)
-        return 1
-    return 0 if passed else 1
-
-
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":

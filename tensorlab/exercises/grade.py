@@ -2,34 +2,55 @@
 
 SUBMISSIONS_DIR holds one folder per student, named after the student, with their exercise files
 in it under the stubs' names (matmul.py, softmax.py, ...). Every exercise that some student handed
-in is graded for every student (a missing file is a row that failed). Each check runs as its own
-`check NAME FILE --json` process, in an empty working folder, with the time limit per case and a
-limit on the whole process: a student's loop that never ends, a crash, or an exit from their code
-fails that row and the grading goes on. The gradebook is written as CSV and as a Markdown table,
-one row per student and exercise: student, exercise, passed, diagnosis (at the hint level), seed.
+in is graded for every student (a missing file is a row "not handed in"). Every file is read
+before the first check runs, and each check gets its file's text from that copy, so what one
+student's code does to the files on disk changes no other row. Each check runs here, in this
+process, and the student's code in a process of its own (student.Student: an empty working
+folder, its own HOME, only the engine importable), with the time limit per case: a loop that
+never ends, a crash or an exit fails that row and the grading goes on. The verdict is computed
+here from the arrays that process sends back; nothing it prints is read.
 
-A row passes only when the check's exit code is 0 and its JSON says so; what the student's code
-prints goes to stderr, so a file that prints a passing record and exits before any check fails.
-It is not a sandbox, and not proof against a student set on fooling it: their code runs in the
-checker's process with the grader's rights (it could write a forged record straight to the
-process's stdout and exit). Grade code you do not trust in a container, and read what passes.
+Around each check the files of the submissions folder, the gradebook's folder, the working
+folder and the teachers' folders (the engine package, teachers/ beside it) are listed with their
+sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED.
+The gradebook is written as CSV and as a Markdown table, one row per student and exercise:
+student, exercise, passed, diagnosis (at the hint level), seed.
 """
 
 import csv
-import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from tensorlab.exercises.catalog import EXERCISES
+from tensorlab.exercises import adamw_check, check, engine_check
+from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.report import Report
+from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError
 
 COLUMNS = ("student", "exercise", "passed", "diagnosis", "seed")
-# A whole check may take this many case limits plus STARTUP seconds (no exercise has more than 14 cases or
-# probes; a right answer is checked in about a second); past that its process is stopped from outside.
-MOST_CASES = 20
-STARTUP = 30.0
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
+
+
+def run(exercise, path, time_limit, seed, report, source=None, echo=None):
+    """Check the file at `path` (its text or bytes `source`, default: read it now) into `report`; the exit code.
+
+    The student's code runs in a process of its own (student.Student); `echo` gets what it prints.
+    """
+    report(f"Exercise {exercise.name!r}: {exercise.title}")
+    runner = RUNNERS[exercise.kind]
+    try:
+        with Student(path, source, echo) as student:
+            passed = runner.check(exercise, student, out=report, time_limit=time_limit, seed=seed)
+    except Stopped as stop:
+        report.stopped(stop.line)
+        return stop.code
+    except KeyboardInterrupt:
+        report("Interrupted (Ctrl-C) before any case ran.")
+        return 130
+    except StudentError as error:
+        report.cannot_check(error.lines)
+        return 1
+    return 0 if passed else 1
 
 
 def grade(folder, out, hints, time_limit):
@@ -48,7 +69,18 @@ def grade(folder, out, hints, time_limit):
             file=sys.stderr,
         )
         return 2
-    rows = [row(student, name, hints, time_limit) for student in students for name in names]
+    handed_in = {  # read before any student's code runs
+        (student.name, name): (student / f"{name}.py").read_bytes()
+        for student in students
+        for name in names
+        if (student / f"{name}.py").is_file()
+    }
+    watched = teachers_folders(folder, out)
+    rows = [
+        row(student, name, handed_in.get((student.name, name)), hints, time_limit, watched)
+        for student in students
+        for name in names
+    ]
     csv_path, md_path = out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, csv_path)
@@ -61,39 +93,52 @@ def grade(folder, out, hints, time_limit):
     return 0
 
 
-def row(student, name, hints, time_limit):
-    """The gradebook row of one student's exercise."""
-    path = student / f"{name}.py"
-    if not path.is_file():
+def row(student, name, source, hints, time_limit, watched=()):
+    """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
+    if source is None:
         return _row(student, name, False, f"not handed in: there is no {name}.py in {student.name}/")
-    result = run_check(name, path, hints, time_limit)
-    return _row(student, name, result["passed"], result["diagnosis"], result.get("seed"))
+    report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
+    before = snapshot(watched)
+    code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
+    changed = sorted(set(before.items()) ^ set(snapshot(watched).items()))
+    if changed:
+        paths = list(dict.fromkeys(path for path, _ in changed))
+        return _row(
+            student,
+            name,
+            False,
+            f"TAMPERED: while {name}.py was checked, {len(paths)} files or folders outside its own folder changed "
+            f"({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): its result does not count. The other "
+            f"rows were checked from copies read before grading began.",
+        )
+    record = report.record(code)
+    return _row(student, name, record["passed"], record["diagnosis"], record["seed"])
 
 
-def run_check(name, path, hints, time_limit):
-    """`check NAME FILE --json` in its own process: its JSON, or one that says how the check died."""
-    limit = time_limit * (MOST_CASES + 1) + STARTUP
-    command = [sys.executable, "-m", "tensorlab.exercises", "check", name, str(path.resolve())]
-    command += ["--json", "--hints", hints, "--time-limit", str(time_limit)]
-    package_parent = str(Path(__file__).resolve().parents[2])  # this tensorlab, installed or not
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
-    with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryFile("w+") as errors:
-        try:
-            done = subprocess.run(
-                command, cwd=empty, env=env, stdout=subprocess.PIPE, stderr=errors, text=True, timeout=limit
-            )
-        except subprocess.TimeoutExpired:
-            return {"passed": False, "diagnosis": f"the check did not finish within {limit:g} s and was stopped."}
-        errors.seek(0)
-        last_error = (errors.read().strip().splitlines() or [""])[-1]
-    try:
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        result = None
-    if done.returncode not in (0, 1) or not isinstance(result, dict):
-        why = f": {last_error}" if last_error else ""
-        return {"passed": False, "diagnosis": f"the check crashed (exit code {done.returncode}){why}"}
-    return dict(result, passed=result.get("passed") is True and done.returncode == 0)
+def teachers_folders(submissions, out):
+    """The folders no check may change: the submissions, the gradebook's, the working folder, the teachers'."""
+    folders = [submissions, out.parent, Path.cwd(), TENSORLAB, TENSORLAB.parent / "teachers"]
+    folders = sorted({Path(os.path.abspath(f)) for f in folders if Path(f).is_dir()})
+    return [f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders)]
+
+
+def snapshot(folders):
+    """{path: (size, modified, changed, mode)} for every file and folder under `folders`: any change shows here.
+
+    A file's change time (st_ctime) is set by the system on every write, rename or chmod, and no program can set it
+    back, so a file rewritten with its old size and modification time shows too.
+    """
+    found = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for name in [".", *dirs, *files]:
+                path = os.path.join(root, name)
+                try:
+                    stat = os.lstat(path)
+                except OSError:
+                    continue
+                found[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_mode)
+    return found
 
 
 def _row(student, name, passed, diagnosis, seed=None):
