@@ -17,11 +17,13 @@ Layout:
     diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements
     engine_check.py the engine track (value, topo, unbroadcast): probes with known answers
     adamw_check.py  the AdamW exercise: compare with tensorlab.optim.AdamW and name the slip
-    watch.py        the student's code under watch: time limit, Ctrl-C, engine calls refused, locals kept
-    student.py      loading the student's file; pointing at the line that raised
+    student.py      the student's code in a process of its own: requests, the time limit, Ctrl-C; the line
+                    that raised
+    child.py        that process: runs the student's code, sends back plain data (never a verdict)
+    watch.py        in that process: engine calls refused, the backward's locals kept
     assignment.py   writing the students' folder, and building the engine's wheel for it
     report.py       what a check says at a hint level, and as JSON
-    grade.py        grading a folder of submissions, each check in a process of its own, into a gradebook
+    grade.py        checking a file; grading a folder of submissions into a gradebook, tampering detected
     stubs/          what students edit
 The reference solutions are in the repository's teachers/solutions/, outside this package:
 nothing here needs them, and they are never installed.

@@ -34,13 +34,13 @@ def pack(value):
     arrays = {}
 
     def tree(v):
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return v.item() if isinstance(v, np.generic) else v
-        if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+        if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+            v = np.asarray(v)  # a NumPy scalar (a sum over all axes) stays NumPy's: a 0-d array
+        if isinstance(v, np.ndarray) and v.dtype.kind in "biufc":
             arrays[f"a{len(arrays)}"] = v
             return {"array": f"a{len(arrays) - 1}"}
-        if isinstance(v, np.generic) and v.dtype.kind in "biuf":
-            return tree(np.asarray(v))
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
         if isinstance(v, (list, tuple)):
             return {"list" if isinstance(v, list) else "tuple": [tree(x) for x in v]}
         if isinstance(v, dict):

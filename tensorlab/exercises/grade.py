@@ -37,10 +37,8 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
     The student's code runs in a process of its own (student.Student); `echo` gets what it prints.
     """
     report(f"Exercise {exercise.name!r}: {exercise.title}")
-    runner = RUNNERS[exercise.kind]
     try:
-        with Student(path, source, echo) as student:
-            passed = runner.check(exercise, student, out=report, time_limit=time_limit, seed=seed)
+        passed = check_file(exercise, path, report, time_limit, seed, source, echo)
     except Stopped as stop:
         report.stopped(stop.line)
         return stop.code
@@ -51,6 +49,15 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
         report.cannot_check(error.lines)
         return 1
     return 0 if passed else 1
+
+
+def check_file(exercise, path, out=print, time_limit=None, seed=None, source=None, echo=None):
+    """True when the file passes every case; its report line by line to `out`.
+
+    Raises StudentError when the file cannot be checked, Stopped when a case ran out of time.
+    """
+    with Student(path, source, echo) as student:
+        return RUNNERS[exercise.kind].check(exercise, student, out=out, time_limit=time_limit, seed=seed)
 
 
 def grade(folder, out, hints, time_limit):
