@@ -67,10 +67,10 @@ def test_importing_the_teachers_solution_fails_even_graded_from_the_checkout(tmp
     )
     hand_in(submissions, "alice", "softmax", solution("softmax"))
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["alice", "softmax"]["passed"] == "yes"  # the right answer still passes
+    assert rows["alice", "softmax"]["status"] == "passed"  # the right answer still passes
     for name in ("softmax", "matmul"):
         row = rows["mallory", name]
-        assert row["passed"] == "no" and "No module named 'teachers'" in row["diagnosis"], row
+        assert row["status"] == "failed" and "No module named 'teachers'" in row["diagnosis"], row
 
 
 def test_a_file_that_rewrites_a_classmates_file_is_tampered_and_the_classmate_graded_on_their_own(tmp_path, teacher):
@@ -86,9 +86,9 @@ def test_a_file_that_rewrites_a_classmates_file_is_tampered_and_the_classmate_gr
     )
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
     assert victim.read_text() == right  # the write succeeded: the student's code runs with the grader's rights
-    assert rows["amy", "mul"]["passed"] == "no" and rows["amy", "mul"]["diagnosis"].startswith("TAMPERED: "), rows
+    assert rows["amy", "mul"]["status"] == "tampered" and rows["amy", "mul"]["diagnosis"].startswith("TAMPERED: ")
     assert str(victim) in rows["amy", "mul"]["diagnosis"]
-    assert rows["zed", "mul"]["passed"] == "no" and "TAMPERED" not in rows["zed", "mul"]["diagnosis"], rows
+    assert rows["zed", "mul"]["status"] == "failed", rows  # graded on the file zed handed in
 
 
 def test_deleting_a_file_of_the_teachers_working_folder_or_writing_the_gradebooks_is_tampered(tmp_path, teacher):
@@ -105,8 +105,8 @@ def test_deleting_a_file_of_the_teachers_working_folder_or_writing_the_gradebook
     assert not (work / "notes.txt").exists()
     for student in ("amy", "bea"):
         assert rows[student, "exp_log"]["diagnosis"].startswith("TAMPERED: "), rows[student, "exp_log"]
-        assert rows[student, "exp_log"]["passed"] == "no"
-    assert rows["cid", "exp_log"]["passed"] == "yes", rows["cid", "exp_log"]  # graded after both, untouched
+        assert rows[student, "exp_log"]["status"] == "tampered"
+    assert rows["cid", "exp_log"]["status"] == "passed", rows["cid", "exp_log"]  # graded after both, untouched
 
 
 def test_what_the_students_code_writes_into_home_stays_in_a_home_of_its_own(tmp_path, teacher):
@@ -119,7 +119,7 @@ def test_what_the_students_code_writes_into_home_stays_in_a_home_of_its_own(tmp_
     )
     hand_in(submissions, "amy", "exp_log", source)
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["amy", "exp_log"]["passed"] == "yes", rows  # harmless there: its own HOME, gone after the check
+    assert rows["amy", "exp_log"]["status"] == "passed", rows  # harmless there: its own HOME, gone after the check
     assert sorted(home.iterdir()) == []
 
 
@@ -137,7 +137,7 @@ def test_a_file_that_prints_a_passing_record_and_exits_fails(tmp_path, teacher):
         submissions, "fay", "exp_log", f"import json, os\nos.write(1, json.dumps({fake!r}).encode())\nos._exit(0)\n"
     )
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert len(rows) == 4 and all(r["passed"] == "no" for r in rows.values()), rows
+    assert len(rows) == 4 and all(r["status"] == "failed" for r in rows.values()), rows
     printed = io.StringIO()  # and `check --json` prints the checker's record, not the student's
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
         code = main(["check", "exp_log", str(submissions / "fay" / "exp_log.py"), "--json"])
@@ -153,7 +153,7 @@ def test_a_forged_answer_down_the_checkers_own_pipe_fails(tmp_path, teacher):
     )
     hand_in(submissions, "amy", "exp_log", forged + solution("exp_log").replace("return gy * self.y", "return gy"))
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["amy", "exp_log"]["passed"] == "no", rows
+    assert rows["amy", "exp_log"]["status"] == "failed", rows
 
 
 def test_the_student_process_sees_only_the_engine_and_numpy(tmp_path, teacher):
@@ -171,7 +171,7 @@ def test_the_student_process_sees_only_the_engine_and_numpy(tmp_path, teacher):
     )
     hand_in(submissions, "amy", "exp_log", probe + solution("exp_log"))
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["amy", "exp_log"]["passed"] == "yes", rows["amy", "exp_log"]["diagnosis"]
+    assert rows["amy", "exp_log"]["status"] == "passed", rows["amy", "exp_log"]["diagnosis"]
 
 
 def test_the_students_process_is_gone_after_its_check(tmp_path, teacher):
@@ -182,7 +182,7 @@ def test_the_students_process_is_gone_after_its_check(tmp_path, teacher):
     source = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {later!r}])\n" + solution("exp_log")
     hand_in(submissions, "amy", "exp_log", source)
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["amy", "exp_log"]["passed"] == "yes", rows  # it started, and the check went on
+    assert rows["amy", "exp_log"]["status"] == "passed", rows  # it started, and the check went on
     time.sleep(4)
     assert not marker.exists()
 

@@ -478,8 +478,7 @@ def test_a_backward_that_switches_the_watch_off_is_refused(capsys, tmp_path):
 
 
 def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
-    import torch  # noqa: F401 (imported here first, so the student's import inside the time limit is instant)
-
+    """torch is installed here, and cannot be imported where the student's code runs."""
     path = plant(
         tmp_path,
         "exp_log",
@@ -487,9 +486,9 @@ def test_a_backward_that_uses_torch_autograd_is_refused(capsys, tmp_path):
         "import torch\n        t = torch.tensor(self.x, requires_grad=True)\n"
         "        torch.log(t).backward(torch.tensor(gy))\n        return t.grad.numpy()",
     )
-    code, out = run(capsys, "check", "exp_log", path, "--time-limit", "60")  # torch's first backward can be slow
+    code, out = run(capsys, "check", "exp_log", path)
     assert code == 1
-    assert "Log.backward calls another library's autograd (torch: " in out
+    assert "Log.backward raised ModuleNotFoundError: No module named 'torch'" in out
 
 
 def test_the_solutions_are_not_in_the_built_wheel(tmp_path):

@@ -3,7 +3,7 @@
     list                                               the exercises, in order
     stub NAME [DEST]                                   copy an exercise's stub out to edit
     check NAME FILE [--seed N] [--json] [--hints L]    check a file
-    assignment DIR [--wheel]                           a students' folder (and the engine's wheel to install)
+    assignment DIR [--wheel] [--gradescope]            a students' folder (the engine's wheel; a Gradescope zip)
     grade SUBMISSIONS_DIR [--out PATH] [--hints L]     check every student's files into a gradebook
 
 Exit codes: 0 the check passed (or list/stub/assignment/grade worked), 1 the check failed (or a
@@ -57,6 +57,9 @@ def main(argv=None):
     folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
     folder.add_argument("dir", metavar="DIR")
     folder.add_argument("--wheel", action="store_true", help="also build a wheel of the engine into DIR to install")
+    folder.add_argument(
+        "--gradescope", action="store_true", help="also write DIR/autograder.zip, a Gradescope autograder"
+    )
     grader = commands.add_parser("grade", help="check every student's files: one subfolder per student, NAME.py each")
     grader.add_argument("submissions", metavar="SUBMISSIONS_DIR")
     grader.add_argument(
@@ -77,7 +80,7 @@ def main(argv=None):
     if args.command == "list":
         return _list()
     if args.command == "assignment":
-        return assignment.write(Path(args.dir), PROG, wheel=args.wheel)
+        return assignment.write(Path(args.dir), PROG, wheel=args.wheel, gradescope=args.gradescope)
     if args.command == "grade":
         return grade.grade(Path(args.submissions), Path(args.out), args.hints, args.time_limit)
     exercise = BY_NAME.get(args.name)
@@ -106,8 +109,8 @@ def _list():
     print("Exercises, in order (write the missing code, then check it):")
     for exercise in EXERCISES:
         print(f"  {exercise.name:<{width}}  {exercise.title}")
-    print(f"\nCopy a stub to edit:  {PROG} stub NAME my_NAME.py")
-    print(f"Check your file:      {PROG} check NAME my_NAME.py")
+    print(f"\nCopy a stub to edit:  {PROG} stub NAME        (writes NAME.py: hand it in under that name)")
+    print(f"Check your file:      {PROG} check NAME NAME.py")
     return 0
 
 

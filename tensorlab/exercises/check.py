@@ -139,10 +139,10 @@ def _check_case(exercise, case, student, inputs, gy):
     ignores_gy = _ignores_gy(case, student, inputs, gy, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []
     wrong = [name for name, r in reports.items() if not r.passed]
-    student = dict(zip(names, _as_tuple(grads)))
+    yours = dict(zip(names, _as_tuple(grads)))
     named = {}
     if not ignores_gy:
-        for slip, explains in slips.recognise(case.cls, reference, student, wrong, context.close):
+        for slip, explains in slips.recognise(case.cls, reference, yours, wrong, context.close):
             lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
             named.update(dict.fromkeys(explains, slip.name))
     if exercise.probe and not ignores_gy:

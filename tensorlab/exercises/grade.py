@@ -27,7 +27,8 @@ from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
 from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError
 
-COLUMNS = ("student", "exercise", "passed", "diagnosis", "seed")
+COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
+STATUSES = ("passed", "failed", "not handed in", "tampered")
 RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
@@ -88,22 +89,46 @@ def grade(folder, out, hints, time_limit):
         for student in students
         for name in names
     ]
-    csv_path, md_path = out.with_name(out.name + ".csv"), out.with_name(out.name + ".md")
+    table = grid(rows, names)
+    paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, csv_path)
-    md_path.write_text(markdown(rows, hints))
-    passed = sum(r["passed"] == "yes" for r in rows)
-    print(
-        f"Graded {len(students)} students on {len(names)} exercises ({', '.join(names)}): {passed} of {len(rows)} "
-        f"passed. Gradebook: {csv_path} and {md_path}."
-    )
+    write_csv(rows, COLUMNS, paths[0])
+    write_csv(table, list(table[0]), paths[1])
+    paths[2].write_text(markdown(rows, table, hints))
+    print(f"Graded {len(students)} students on {len(names)} exercises ({', '.join(names)}): {summary(rows)}.")
+    print(f"Gradebook: {paths[0]} (a row per check), {paths[1]} (a row per student, with the score) and {paths[2]}.")
     return 0
+
+
+def summary(rows):
+    """'3 of 5 files handed in passed; 4 not handed in; 0 tampered'."""
+    count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
+    handed_in = len(rows) - count["not handed in"]
+    return (
+        f"{count['passed']} of {handed_in} files handed in passed; {count['not handed in']} not handed in; "
+        f"{count['tampered']} tampered"
+    )
+
+
+def grid(rows, names):
+    """A row per student: the score (exercises passed), out of how many, then each exercise's status."""
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    status = {(r["student"], r["exercise"]): r["status"] for r in rows}
+    return [
+        {
+            "student": student,
+            "score": sum(status[student, name] == "passed" for name in names),
+            "out of": len(names),
+            **{name: status[student, name] for name in names},
+        }
+        for student in students
+    ]
 
 
 def row(student, name, source, hints, time_limit, watched=()):
     """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
     if source is None:
-        return _row(student, name, False, f"not handed in: there is no {name}.py in {student.name}/")
+        return _row(student, name, "not handed in", f"there is no {name}.py in {student.name}/")
     report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
@@ -113,13 +138,13 @@ def row(student, name, source, hints, time_limit, watched=()):
         return _row(
             student,
             name,
-            False,
+            "tampered",
             f"TAMPERED: while {name}.py was checked, {len(paths)} files or folders outside its own folder changed "
             f"({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): its result does not count. The other "
             f"rows were checked from copies read before grading began.",
         )
     record = report.record(code)
-    return _row(student, name, record["passed"], record["diagnosis"], record["seed"])
+    return _row(student, name, "passed" if record["passed"] else "failed", record["diagnosis"], record["seed"])
 
 
 def teachers_folders(submissions, out):
@@ -148,31 +173,30 @@ def snapshot(folders):
     return found
 
 
-def _row(student, name, passed, diagnosis, seed=None):
-    return {
-        "student": student.name,
-        "exercise": name,
-        "passed": "yes" if passed else "no",
-        "diagnosis": diagnosis,
-        "seed": "" if seed is None else str(seed),
-    }
+def _row(student, name, status, diagnosis, seed=None):
+    seed = "" if seed is None else str(seed)
+    return {"student": student.name, "exercise": name, "status": status, "diagnosis": diagnosis, "seed": seed}
 
 
-def write_csv(rows, path):
+def write_csv(rows, columns, path):
     with path.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=COLUMNS)
+        writer = csv.DictWriter(file, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
 
 
-def markdown(rows, hints):
-    """The gradebook as a Markdown table (a `|` in a diagnosis escaped)."""
-    lines = [
-        f"# Gradebook ({sum(r['passed'] == 'yes' for r in rows)} of {len(rows)} passed; hints: {hints})",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "|".join("---" for _ in COLUMNS) + "|",
-    ]
-    for r in rows:
-        lines.append("| " + " | ".join(r[c].replace("|", "\\|") for c in COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
+def markdown(rows, table, hints):
+    """The gradebook in Markdown: the students' scores, then a row per check (a `|` in a diagnosis escaped)."""
+    return (
+        "\n".join(
+            [f"# Gradebook ({summary(rows)}; hints: {hints})", "", "## Scores", "", *_table(table), "", "## Checks", ""]
+            + _table(rows)
+        )
+        + "\n"
+    )
+
+
+def _table(rows):
+    columns = list(rows[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    return lines + ["| " + " | ".join(str(r[c]).replace("|", "\\|") for c in columns) + " |" for r in rows]

@@ -30,6 +30,7 @@ BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); from tensorlab.exercises.child import serve; serve(int(sys.argv[2]))"
 )
 STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
+RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
 
 
@@ -80,7 +81,11 @@ class Student:
         (engine / "numpy").symlink_to(Path(np.__file__).parent, target_is_directory=True)
         work.mkdir()
         home.mkdir()
-        self.output = tempfile.TemporaryFile()  # what the student's code prints
+        handle, name = tempfile.mkstemp()  # what the student's code prints: it appends, this process reads
+        printed = open(name, "ab")  # handed to the child, closed below
+        self.output = open(name, "rb")  # closed in __exit__
+        os.close(handle)
+        os.unlink(name)
         read, write = os.pipe()
         env = dict(os.environ, HOME=str(home), TMPDIR=str(work), USERPROFILE=str(home))
         self.process = subprocess.Popen(
@@ -88,12 +93,13 @@ class Student:
             cwd=work,
             env=env,
             stdin=subprocess.PIPE,
-            stdout=self.output,
+            stdout=printed,
             stderr=subprocess.STDOUT,
             pass_fds=(write,),
             start_new_session=True,  # its own process group: stopped whole, with whatever it started
         )
         os.close(write)
+        printed.close()
         self.replies = os.fdopen(read, "rb", buffering=0)
         return self
 
@@ -175,9 +181,11 @@ class Student:
         with selectors.DefaultSelector() as selector:
             selector.register(self.replies, selectors.EVENT_READ)
             while left:
-                wait = None if self.deadline is None else self.deadline - time.monotonic()
-                if wait is not None and wait <= 0 or not selector.select(wait):
+                if self.deadline is not None and time.monotonic() > self.deadline:
                     raise TimeLimit()
+                if not selector.select(RELAY):
+                    self._relay()  # what the student's code prints shows while it runs
+                    continue
                 chunk = self.replies.read(min(left, 1 << 20))
                 if not chunk:
                     raise EOFError
@@ -198,10 +206,11 @@ class Student:
     def _relay(self):
         """Pass on what the student's code printed since the last call (up to SHOWN bytes in all)."""
         end = self.output.seek(0, os.SEEK_END)
-        if self.echo is not None and self.shown < min(end, SHOWN):
-            self.output.seek(self.shown)
-            self.echo(self.output.read(min(end, SHOWN) - self.shown).decode(errors="replace"))
-        self.shown, self.unshown = max(self.shown, min(end, SHOWN)), max(end - SHOWN, 0)
+        self.output.seek(self.shown)
+        text = self.output.read(max(min(end, SHOWN) - self.shown, 0))
+        self.shown, self.unshown = self.shown + len(text), max(end - SHOWN, 0)  # before a Ctrl-C can come between
+        if self.echo is not None and text:
+            self.echo(text.decode(errors="replace"))
 
 
 def later(answer):
