@@ -517,8 +517,11 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
     code, out = run(capsys, "assignment", folder)
     assert code == 0, out
     files = sorted(p.name for p in folder.iterdir())
-    assert files == sorted([f"{n}.py" for n in NAMES] + ["README.md"])
+    assert files == sorted([f"{n}.py" for n in NAMES] + ["README.md", "GUIDE.md"])
     readme = (folder / "README.md").read_text()
+    assert "Hand in each file under the name it has here (`matmul.py`, not `my_matmul.py`)" in readme
+    guide = (folder / "GUIDE.md").read_text()  # the guide to the messages, without the teachers' part
+    assert "*is not written yet*" in guide and "## For teachers" not in guide and "GUIDE.md" in readme
     for name in NAMES:
         assert f"`python -m tensorlab.exercises check {name} {name}.py`" in readme
         assert (folder / f"{name}.py").read_text() == (PACKAGE / "stubs" / f"{name}.py").read_text()

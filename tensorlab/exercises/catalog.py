@@ -75,6 +75,12 @@ def _large(scale, *shape):
     return lambda rng: scale * rng.standard_normal(shape)
 
 
+def _near_1000(*shape):
+    """Logits near 1,000 (spread by a few units, so the softmax is not one-hot): exp overflows unless the max goes
+    first, in forward and in a backward that computes the softmax again."""
+    return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
+
+
 def _whole(largest, *shape):
     """Whole numbers from -largest to largest as floats: ties, and values at clamp's limits, are common."""
     return lambda rng: rng.integers(-largest, largest + 1, shape).astype(np.float64)
@@ -354,6 +360,7 @@ EXERCISES = [
             Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0), graph=stages.softmax),
             Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1), graph=stages.softmax),
             Case("Softmax", ("x",), _inputs(_normal(4, 4)), _softmax, dict(axis=-1), graph=stages.softmax),
+            Case("Softmax", ("x",), _inputs(_near_1000(3, 4)), _softmax, dict(axis=-1), graph=stages.softmax),
         ],
     ),
     Exercise(
@@ -378,6 +385,13 @@ EXERCISES = [
                 "LogSoftmaxNLL",
                 ("logits", "targets"),
                 _inputs(_normal(1, 6), lambda rng: np.array([2])),
+                _log_softmax_nll,
+                graph=stages.log_softmax_nll,
+            ),
+            Case(
+                "LogSoftmaxNLL",
+                ("logits", "targets"),
+                _inputs(_near_1000(3, 5), lambda rng: np.array([4, 0, 4])),
                 _log_softmax_nll,
                 graph=stages.log_softmax_nll,
             ),

@@ -91,6 +91,10 @@ def serve(replies_fd):
     replies = os.fdopen(replies_fd, "wb", closefd=False)
     requests = sys.stdin.buffer
     sys.stdin = io.StringIO("")  # the student's code reads nothing the checker sends
+    from tensorlab.exercises import engine_check, student, watch  # noqa: F401 (their import is no case's time)
+    from tensorlab.tensor import Tensor  # noqa: F401
+
+    watch._engine_code()  # the engine's fingerprints, once, before any case's time limit runs
     send(replies, pack({}))  # ready
     while (message := receive(requests)) is not None:
         name, arguments = pickle.loads(message)

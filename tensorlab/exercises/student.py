@@ -66,7 +66,7 @@ class Student:
     """
 
     def __init__(self, path, source=None, echo=None):
-        self.path, self.echo, self.deadline, self.ended = str(path), echo, None, None
+        self.path, self.echo, self.budget, self.deadline, self.ended = str(path), echo, None, None, None
         try:
             source = Path(path).read_bytes() if source is None else source
             source = source.decode() if isinstance(source, bytes) else source
@@ -114,19 +114,20 @@ class Student:
 
     @contextlib.contextmanager
     def time_limit(self, seconds):
-        """Calls in the block end with TimeLimit once `seconds` have passed (None or 0: no limit)."""
-        self.deadline = time.monotonic() + seconds if seconds else None
+        """Calls in the block end with TimeLimit once the student's code has run `seconds` in all (None or 0: no
+        limit); the checker's own work between the calls does not count."""
+        self.budget = seconds or None
         try:
             yield
         finally:
-            self.deadline = None
+            self.budget = None
 
     def load(self, time_limit=None):
         """Run the student's file's top level (within `time_limit` seconds)."""
         name = Path(self.path).name
         try:
-            with self.time_limit(STARTUP):
-                self._receive()  # the child is ready: its start does not count against the student's time
+            self.deadline = time.monotonic() + STARTUP
+            self._receive()  # the child is ready: its start does not count against the student's time
         except (TimeLimit, EOFError):
             raise StudentError(f"The process to run {name} in did not start (exit code {self._stop()}).") from None
         try:
@@ -143,6 +144,8 @@ class Student:
         if self.ended:
             raise StudentError(f"(not run: {self.ended})")
         message = pickle.dumps((handler, arguments))
+        started = time.monotonic()
+        self.deadline = None if self.budget is None else started + self.budget
         try:
             self.process.stdin.write(child.HEADER.pack(len(message)) + message)
             self.process.stdin.flush()
@@ -160,6 +163,8 @@ class Student:
             ) from None
         finally:
             self._relay()
+            if self.budget is not None:
+                self.budget -= time.monotonic() - started
         try:
             answer = child.unpack(reply)
         except Exception:  # noqa: BLE001 (whatever came down the pipe is the student's process's)
