@@ -213,3 +213,19 @@ def test_a_student_constructor_or_import_that_raises_is_one_line_naming_their_fi
     diagnosis = record["diagnosis"]
     assert "\n" not in diagnosis and f"at line {line} of {name}.py, {where}:" in diagnosis, diagnosis
     assert "Traceback" not in diagnosis and "tensorlab/exercises" not in diagnosis, diagnosis
+
+
+def test_a_fault_of_the_checkers_own_is_still_one_record(tmp_path, monkeypatch):
+    from tensorlab.exercises import check, grade
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setitem(grade.RUNNERS, "gradient", type("Broken", (), {"check": staticmethod(broken)}))
+    (tmp_path / "exp_log.py").write_text(solution("exp_log"))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", "exp_log", str(tmp_path / "exp_log.py"), "--json"])
+    record = json.loads(printed.getvalue())
+    assert code == 1 and record["passed"] is False and grade.RUNNERS["gradient"] is not check
+    assert record["diagnosis"].startswith("The checker itself failed (KeyError: 'a bug', at line "), record

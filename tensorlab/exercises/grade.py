@@ -20,6 +20,7 @@ student, exercise, passed, diagnosis (at the hint level), seed.
 import csv
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from tensorlab.exercises import adamw_check, check, engine_check
@@ -48,6 +49,15 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
         return 130
     except StudentError as error:
         report.cannot_check(error.lines)
+        return 1
+    except Exception as error:  # noqa: BLE001 (a fault of the checker's own: still one record, and the file fails)
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        report.cannot_check(
+            [
+                f"The checker itself failed ({type(error).__name__}: {error}, at line {where.lineno} of "
+                f"{Path(where.filename).name}): not a fault of your file. Tell your teacher."
+            ]
+        )
         return 1
     return 0 if passed else 1
 

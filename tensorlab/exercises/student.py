@@ -46,8 +46,11 @@ class NotWritten(StudentError):
     """A function of the student's still raises NotImplementedError: the exercise is not done yet."""
 
 
-class TimeLimit(Exception):
-    """The student's code ran past the time limit (its process is stopped)."""
+class TimeLimit(BaseException):
+    """The student's code ran past the time limit (its process is stopped).
+
+    A BaseException, so that no `except Exception` of the checker's takes it for the student's error.
+    """
 
 
 class Stopped(Exception):
