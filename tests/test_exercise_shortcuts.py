@@ -270,3 +270,22 @@ def test_the_seed_is_in_the_first_line_that_names_one():
     assert passed
     assert [line for line in out.splitlines() if "seed" in line][0].startswith("Checking ")
     assert "seed 424242 " in out
+
+
+def test_a_backward_that_calls_the_engines_kernels_is_refused(tmp_path):
+    """tensorlab/kernels/ is the engine too: every folder of the package is watched but those that hold no answer."""
+    source = (SOLUTIONS / "rms_norm.py").read_text()
+    answer = "        g = gy * self.weight\n"
+    assert answer in source
+    start = source.index(answer)
+    end = source.index("        return gx, gw\n") + len("        return gx, gw\n")
+    path = tmp_path / "my_rms_norm.py"
+    path.write_text(
+        "from tensorlab.kernels import norm\n"
+        + source[:start]
+        + "        return norm.rms_norm_backward(gy, self.xhat, self.r, self.weight)\n"
+        + source[end:]
+    )
+    passed, out = checked("rms_norm", path)
+    assert not passed
+    assert "RMSNorm.backward calls tensorlab itself (tensorlab/kernels/norm.py: rms_norm_backward)" in out, out
