@@ -1,6 +1,6 @@
 """Gradescope's autograder for the tensorlab exercises: check one submission, write results.json.
 
-`python -m tensorlab.exercises assignment DIR --gradescope` puts this file in DIR/autograder.zip,
+`python -m teachers.classroom assignment DIR --gradescope` puts this file in DIR/autograder.zip,
 beside the engine's wheel, setup.sh, run_autograder and settings.json. On Gradescope,
 run_autograder runs it for each submission: the student's files are in /autograder/submission/
 (at any depth), and /autograder/results/results.json is what Gradescope reads back. The
@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 
 from tensorlab.exercises.catalog import BY_NAME
-from tensorlab.exercises.grade import run
 from tensorlab.exercises.report import Report
+from tensorlab.exercises.runner import run
 
 HERE = Path(__file__).resolve().parent
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from tensorlab.exercises import adamw_check, engine_check
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
-from tensorlab.exercises.grade import RUNNERS
 from tensorlab.exercises.report import Report, specific
+from tensorlab.exercises.runner import RUNNERS
 from tensorlab.exercises.student import Stopped, Student, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"

@@ -17,8 +17,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from teachers import classroom
 from tensorlab.exercises import EXERCISES
-from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "teachers" / "solutions"
@@ -29,7 +29,7 @@ def results_of(tmp_path, submission):
     """Build the zip, unpack it into an /autograder-like folder, run the autograder on `submission` (name -> text)."""
     course = tmp_path / "course"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
-        assert main(["assignment", str(course), "--gradescope"]) == 0, err.getvalue()
+        assert classroom.main(["assignment", str(course), "--gradescope"]) == 0, err.getvalue()
     root = tmp_path / "autograder"
     with zipfile.ZipFile(course / "autograder.zip") as bundle:
         names = set(bundle.namelist())

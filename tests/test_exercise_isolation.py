@@ -1,10 +1,10 @@
 """A verdict no submission can reach (issue 31): the hostile files of a class, each planted and graded.
 
-Each is graded through the command line (`grade`, as a teacher runs it) and read back from the
-gradebook's CSV. Before the student's code ran in a process of its own, each of these passed or
-did its damage: the repository's root was on the check's import path, the check ran with the
-grader's HOME and working folder, read the verdict from the student's process, and graded each
-file where it lay on disk.
+Each is graded through the command line (`python -m teachers.classroom grade`, as a teacher runs
+it) and read back from the gradebook's CSV. Before the student's code ran in a process of its own,
+each of these passed or did its damage: the repository's root was on the check's import path, the
+check ran with the grader's HOME and working folder, read the verdict from the student's process,
+and graded each file where it lay on disk.
 """
 
 import contextlib
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from teachers import classroom
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +28,7 @@ def grade_class(submissions, out, *options):
     """The gradebook's rows (student, exercise) -> row, and what grade printed on stderr."""
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(["grade", str(submissions), "--out", str(out), "--time-limit", "5", *options])
+        code = classroom.main(["grade", str(submissions), "--out", str(out), "--time-limit", "5", *options])
     assert code == 0, err.getvalue()
     with open(f"{out}.csv", newline="") as file:
         return {(r["student"], r["exercise"]): r for r in csv.DictReader(file)}
@@ -216,16 +217,16 @@ def test_a_student_constructor_or_import_that_raises_is_one_line_naming_their_fi
 
 
 def test_a_fault_of_the_checkers_own_is_still_one_record(tmp_path, monkeypatch):
-    from tensorlab.exercises import check, grade
+    from tensorlab.exercises import check, runner
 
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setitem(grade.RUNNERS, "gradient", type("Broken", (), {"check": staticmethod(broken)}))
+    monkeypatch.setitem(runner.RUNNERS, "gradient", type("Broken", (), {"check": staticmethod(broken)}))
     (tmp_path / "exp_log.py").write_text(solution("exp_log"))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
         code = main(["check", "exp_log", str(tmp_path / "exp_log.py"), "--json"])
     record = json.loads(printed.getvalue())
-    assert code == 1 and record["passed"] is False and grade.RUNNERS["gradient"] is not check
+    assert code == 1 and record["passed"] is False and runner.RUNNERS["gradient"] is not check
     assert record["diagnosis"].startswith("The checker itself failed (KeyError: 'a bug', at line "), record

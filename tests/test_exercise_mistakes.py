@@ -14,7 +14,7 @@ import pytest
 from exercise_mistakes import MISTAKES
 
 from tensorlab.exercises import BY_NAME
-from tensorlab.exercises.grade import check_file
+from tensorlab.exercises.runner import check_file
 from tensorlab.exercises.student import Stopped, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"

@@ -17,7 +17,7 @@ import pytest
 
 from tensorlab.exercises import BY_NAME, watch
 from tensorlab.exercises.__main__ import main
-from tensorlab.exercises.grade import check_file
+from tensorlab.exercises.runner import check_file
 from tensorlab.exercises.student import StudentError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from teachers import classroom
 from tensorlab.exercises import EXERCISES, diagnose
 from tensorlab.exercises.__main__ import main
 
@@ -44,8 +45,8 @@ REQUIRED = [
 
 
 def run(capsys, *argv):
-    """Exit code and everything printed by `python -m tensorlab.exercises *argv`."""
-    code = main([str(a) for a in argv])
+    """Exit code and everything printed by `python -m tensorlab.exercises *argv` (assignment: teachers.classroom)."""
+    code = (classroom.main if argv[0] == "assignment" else main)([str(a) for a in argv])
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from tools import run_into_a_closed_pipe
 
-from tensorlab.exercises import grade, report
+from teachers import classroom, grade
+from tensorlab.exercises import report
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,10 +41,12 @@ def planted(folder, name, old, new, filename=None):
 
 
 def run_main(*argv):
-    """Exit code, stdout and stderr of `python -m tensorlab.exercises *argv`, run in this process."""
+    """Exit code, stdout and stderr of `python -m tensorlab.exercises *argv` (assignment and grade: of
+    `python -m teachers.classroom *argv`), run in this process."""
     out, err = io.StringIO(), io.StringIO()
+    command = classroom.main if argv[0] in ("assignment", "grade") else main
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
+        code = command([str(a) for a in argv])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -56,6 +59,8 @@ def test_the_students_wheel_has_no_solutions_installs_alone_and_checks_a_solutio
     names = zipfile.ZipFile(wheel).namelist()
     assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/ops/softmax.py" in names
     assert not [n for n in names if n.startswith(("teachers/", "tests/", "docs/")) or "solutions" in n], names
+    classroom_tools = ("grade.py", "assignment.py", "gradescope.py", "mutate.py", "classroom.py")
+    assert not [n for n in names if n.endswith(classroom_tools)], names  # the teachers' tools stay in the checkout
     readme = (course / "README.md").read_text()
     assert f"    pip install {wheel.name}\n" in readme and "pip install -e" not in readme
     assert f"{wheel.name} (the engine to install)" in out
@@ -410,11 +415,16 @@ def test_every_command_of_the_teachers_section_works_as_printed(tmp_path):
     alice.mkdir(parents=True)
     (alice / "softmax.py").write_text((SOLUTIONS / "softmax.py").read_text())
     commands = teachers_commands()
-    assert [c.split()[3] for c in commands] == ["check", "assignment", "check", "grade"]
+    assert [c.split()[2:4] for c in commands] == [
+        ["tensorlab.exercises", "check"],
+        ["teachers.classroom", "assignment"],
+        ["tensorlab.exercises", "check"],
+        ["teachers.classroom", "grade"],
+    ]
     assert "--gradescope" in commands[1]
     for command in commands:
         argv = command.split()
-        assert argv[:3] == ["python", "-m", "tensorlab.exercises"], command
+        assert argv[:2] == ["python", "-m"], command
         env = dict(os.environ, PYTHONPATH=str(ROOT))  # this checkout's tensorlab, not another installed one
         done = subprocess.run(
             [sys.executable] + argv[1:], cwd=checkout, env=env, capture_output=True, text=True, timeout=300

@@ -1,14 +1,12 @@
-"""The command line: `python -m tensorlab.exercises list | stub | check | assignment | grade`.
+"""The students' command line: `python -m tensorlab.exercises list | stub | check`.
 
     list                                               the exercises, in order
     stub NAME [DEST]                                   copy an exercise's stub out to edit
     check NAME FILE [--seed N] [--json] [--hints L]    check a file
-    assignment DIR [--wheel] [--gradescope]            a students' folder (the engine's wheel; a Gradescope zip)
-    grade SUBMISSIONS_DIR [--out PATH] [--hints L]     check every student's files into a gradebook
 
-Exit codes: 0 the check passed (or list/stub/assignment/grade worked), 1 the check failed (or a
-wheel could not be built), 2 a usage error (an unknown exercise, a missing file, a stub that
-would overwrite a file), 130 Ctrl-C.
+Exit codes: 0 the check passed (or list/stub worked), 1 the check failed, 2 a usage error (an
+unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C. The teachers'
+tools (assignment, grade) are in the checkout's teachers/classroom.py, never in the wheel.
 """
 
 import argparse
@@ -19,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tensorlab.exercises import assignment, grade
+from tensorlab.exercises import runner
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import LEVELS, Report
 
@@ -53,36 +51,13 @@ def main(argv=None):
         "--seed", type=int, metavar="N", help="draw the cases' inputs from seed N (default: a fresh one, printed)"
     )
     checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
-    _hints_option(checker)
-    folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
-    folder.add_argument("dir", metavar="DIR")
-    folder.add_argument("--wheel", action="store_true", help="also build a wheel of the engine into DIR to install")
-    folder.add_argument(
-        "--gradescope", action="store_true", help="also write DIR/autograder.zip, a Gradescope autograder"
-    )
-    grader = commands.add_parser("grade", help="check every student's files: one subfolder per student, NAME.py each")
-    grader.add_argument("submissions", metavar="SUBMISSIONS_DIR")
-    grader.add_argument(
-        "--out", default="gradebook", metavar="PATH", help="write PATH.csv and PATH.md (default: ./gradebook)"
-    )
-    grader.add_argument(
-        "--time-limit",
-        type=float,
-        default=TIME_LIMIT,
-        metavar="SECONDS",
-        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; more than 0)",
-    )
-    _hints_option(grader)
+    hints_option(checker)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on a usage error, 0 after --help
         return exit_.code
     if args.command == "list":
         return _list()
-    if args.command == "assignment":
-        return assignment.write(Path(args.dir), PROG, wheel=args.wheel, gradescope=args.gradescope)
-    if args.command == "grade":
-        return grade.grade(Path(args.submissions), Path(args.out), args.hints, args.time_limit)
     exercise = BY_NAME.get(args.name)
     if exercise is None:
         close = difflib.get_close_matches(args.name, BY_NAME, n=1)
@@ -94,7 +69,7 @@ def main(argv=None):
     return _check(exercise, Path(args.file), args.time_limit, args.seed, args.hints, args.json)
 
 
-def _hints_option(command):
+def hints_option(command):
     command.add_argument(
         "--hints",
         choices=LEVELS,
@@ -137,7 +112,7 @@ def _check(exercise, path, time_limit, seed, hints, as_json):
             print(json.dumps(report.record(2)))
         return 2
     report = Report(exercise, path, hints, show=None if as_json else print)
-    code = grade.run(exercise, path, time_limit, seed, report, echo=sys.stderr.write if as_json else sys.stdout.write)
+    code = runner.run(exercise, path, time_limit, seed, report, echo=sys.stderr.write if as_json else sys.stdout.write)
     if as_json:
         print(json.dumps(report.record(code)))
     return code

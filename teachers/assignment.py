@@ -1,4 +1,4 @@
-"""`python -m tensorlab.exercises assignment DIR [--wheel] [--gradescope]`: a folder to hand to students.
+"""`python -m teachers.classroom assignment DIR [--wheel] [--gradescope]`: a folder to hand to students.
 
 It holds one stub per exercise, in the order of the course, a README with the task, the file
 names to hand in and the command that checks each one, and GUIDE.md, the guide to the checker's
@@ -26,12 +26,12 @@ from pathlib import Path
 
 from tensorlab.exercises.catalog import EXERCISES
 
-STUBS = Path(__file__).resolve().parent / "stubs"
-SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml beside tensorlab/
+SOURCE = Path(__file__).resolve().parents[1]  # the checkout: pyproject.toml beside tensorlab/ and teachers/
+STUBS = SOURCE / "tensorlab" / "exercises" / "stubs"
 
 
 GUIDE = SOURCE / "docs" / "exercises.md"
-GRADESCOPE = SOURCE / "teachers" / "gradescope.py"
+GRADESCOPE = Path(__file__).resolve().parent / "gradescope.py"
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, building the autograder's image: Python 3.11 and the engine's wheel (NumPy with it).
 set -e
@@ -51,11 +51,6 @@ def write(folder, prog, wheel=False, gradescope=False):
     """Write the students' folder; 0 when written, 1 when the wheel cannot be built, 2 when `folder` is not empty."""
     if folder.exists() and any(folder.iterdir()):
         print(f"{folder} already exists and is not empty; not writing into it. Give a new folder.", file=sys.stderr)
-        return 2
-    if gradescope and not GRADESCOPE.is_file():
-        print(
-            f"--gradescope needs the checkout's teachers/gradescope.py, and {GRADESCOPE} is not there.", file=sys.stderr
-        )
         return 2
     with tempfile.TemporaryDirectory() as scratch:
         built = build_wheel(Path(scratch)) if wheel or gradescope else None

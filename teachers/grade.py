@@ -1,74 +1,35 @@
-"""`python -m tensorlab.exercises grade SUBMISSIONS_DIR`: check a whole class into a gradebook.
+"""`python -m teachers.classroom grade SUBMISSIONS_DIR`: check a whole class into a gradebook.
 
 SUBMISSIONS_DIR holds one folder per student, named after the student, with their exercise files
 in it under the stubs' names (matmul.py, softmax.py, ...). Every exercise that some student handed
 in is graded for every student (a missing file is a row "not handed in"). Every file is read
 before the first check runs, and each check gets its file's text from that copy, so what one
 student's code does to the files on disk changes no other row. Each check runs here, in this
-process, and the student's code in a process of its own (student.Student: an empty working
-folder, its own HOME, only the engine importable), with the time limit per case: a loop that
-never ends, a crash or an exit fails that row and the grading goes on. The verdict is computed
-here from the arrays that process sends back; nothing it prints is read.
+process (tensorlab.exercises.runner), and the student's code in a process of its own (an empty
+working folder, its own HOME, only the engine importable), with the time limit per case: a loop
+that never ends, a crash or an exit fails that row and the grading goes on. The verdict is
+computed here from the arrays that process sends back; nothing it prints is read.
 
 Around each check the files of the submissions folder, the gradebook's folder, the working
 folder and the teachers' folders (the engine package, teachers/ beside it) are listed with their
 sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED.
-The gradebook is written as CSV and as a Markdown table, one row per student and exercise:
-student, exercise, passed, diagnosis (at the hint level), seed.
+The gradebook: PATH.csv, a row per student and exercise (student, exercise, status, diagnosis at
+the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exercise's status);
+PATH.md, both as Markdown tables.
 """
 
 import csv
 import os
 import sys
-import traceback
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, check, engine_check
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
-from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError
+from tensorlab.exercises.runner import run
+from tensorlab.exercises.student import TENSORLAB
 
 COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
 STATUSES = ("passed", "failed", "not handed in", "tampered")
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
-
-
-def run(exercise, path, time_limit, seed, report, source=None, echo=None):
-    """Check the file at `path` (its text or bytes `source`, default: read it now) into `report`; the exit code.
-
-    The student's code runs in a process of its own (student.Student); `echo` gets what it prints.
-    """
-    report(f"Exercise {exercise.name!r}: {exercise.title}")
-    try:
-        passed = check_file(exercise, path, report, time_limit, seed, source, echo)
-    except Stopped as stop:
-        report.stopped(stop.line)
-        return stop.code
-    except KeyboardInterrupt:
-        report("Interrupted (Ctrl-C) before any case ran.")
-        return 130
-    except StudentError as error:
-        report.cannot_check(error.lines)
-        return 1
-    except Exception as error:  # noqa: BLE001 (a fault of the checker's own: still one record, and the file fails)
-        where = traceback.extract_tb(error.__traceback__)[-1]
-        report.cannot_check(
-            [
-                f"The checker itself failed ({type(error).__name__}: {error}, at line {where.lineno} of "
-                f"{Path(where.filename).name}): not a fault of your file. Tell your teacher."
-            ]
-        )
-        return 1
-    return 0 if passed else 1
-
-
-def check_file(exercise, path, out=print, time_limit=None, seed=None, source=None, echo=None):
-    """True when the file passes every case; its report line by line to `out`.
-
-    Raises StudentError when the file cannot be checked, Stopped when a case ran out of time.
-    """
-    with Student(path, source, echo) as student:
-        return RUNNERS[exercise.kind].check(exercise, student, out=out, time_limit=time_limit, seed=seed)
 
 
 def grade(folder, out, hints, time_limit):
