@@ -11,7 +11,7 @@ that never ends, a crash or an exit fails that row and the grading goes on. The 
 computed here from the arrays that process sends back; nothing it prints is read.
 
 Around each check the files of the submissions folder, the gradebook's folder, the working
-folder and the teachers' folders (the engine package, teachers/ beside it) are listed with their
+folder and the teachers' folders (the engine package, teachers/, NumPy's package) are listed with their
 sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED.
 The gradebook: PATH.csv, a row per student and exercise (student, exercise, status, diagnosis at
 the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exercise's status);
@@ -22,6 +22,8 @@ import csv
 import os
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
@@ -119,8 +121,10 @@ def row(student, name, source, hints, time_limit, watched=()):
 
 
 def teachers_folders(submissions, out):
-    """The folders no check may change: the submissions, the gradebook's, the working folder, the teachers'."""
-    folders = [submissions, out.parent, Path.cwd(), TENSORLAB, TENSORLAB.parent / "teachers"]
+    """The folders no check may change: the submissions, the gradebook's, the working folder, the teachers', the
+    engine's and NumPy's (the student's process imports them from there)."""
+    teachers = Path(__file__).resolve().parent
+    folders = [submissions, out.parent, Path.cwd(), TENSORLAB, teachers, Path(np.__file__).parent]  # NumPy: shared
     folders = sorted({Path(os.path.abspath(f)) for f in folders if Path(f).is_dir()})
     return [f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders)]
 

@@ -1,6 +1,6 @@
 """The student's code, run in a process of its own (child.py), and telling them where it went wrong.
 
-`Student(path, source)` starts the child: `python -I -S` in an empty temporary working folder,
+`Student(path, source)` starts the child: `python -I -S -B` in an empty temporary working folder,
 with a HOME of its own there, and only a private copy of this tensorlab package and NumPy
 importable (never the folder the package came from: no teachers/, tests/ or other files). The
 student's source is sent to it (a private copy of their file, read once); `call` asks it to run
@@ -92,7 +92,7 @@ class Student:
         read, write = os.pipe()
         env = dict(os.environ, HOME=str(home), TMPDIR=str(work), USERPROFILE=str(home))
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-u", "-c", BOOT, str(engine), str(write)],
+            [sys.executable, "-I", "-S", "-u", "-B", "-c", BOOT, str(engine), str(write)],
             cwd=work,
             env=env,
             stdin=subprocess.PIPE,
