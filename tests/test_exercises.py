@@ -231,7 +231,7 @@ def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
         "(gy * self.y).sum(axis=self.axis, keepdims=True)",
         "(gy * self.y).sum(axis=-1, keepdims=True)",
     )
-    assert "case 1/4  Softmax: x (3, 5), axis=-1: ok" in out
+    assert "case 1/5  Softmax: x (3, 5), axis=-1: ok" in out
     assert "your backward passes with axis=-1, but not with axis=0, axis=1. Does it use self.axis" in out
 
 
@@ -377,7 +377,7 @@ def test_rms_norm_eps_slips_are_seen_and_named_even_on_unit_rows(capsys, tmp_pat
 def test_a_row_sum_without_keepdims_that_cannot_broadcast_is_explained(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "softmax", SOFTMAX_RETURN, SOFTMAX_RETURN.replace(", keepdims=True", ""))
     assert (
-        "case 1/4  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could "
+        "case 1/5  Softmax: x (3, 5), axis=-1: FAILED\n    Softmax.backward raised ValueError: operands could "
         "not be broadcast together" in out
     )
     assert (
