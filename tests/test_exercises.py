@@ -1076,8 +1076,8 @@ def test_a_tie_given_to_one_operand_and_clamp_limits_left_out_are_caught(capsys,
     ties = "share_a = (self.a > self.b) + 0.5 * (self.a == self.b)"
     out = check_planted(capsys, tmp_path, "ties", ties, "share_a = 1.0 * (self.a >= self.b)")
     assert "'a' and 'b': At a tie (a == b) you give all of gy to a: a tie splits it, gy / 2 to each" in out
-    assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: ok" in out
+    assert "case 3/4  Clamp: x (4, 5), low=-1.0, high=1.0: ok" in out
     limits = "(self.low <= self.x) & (self.x <= self.high)"
     out = check_planted(capsys, tmp_path, "ties", limits, "(self.low < self.x) & (self.x < self.high)")
-    assert "case 3/3  Clamp: x (4, 5), low=-1.0, high=1.0: FAILED" in out
+    assert "case 3/4  Clamp: x (4, 5), low=-1.0, high=1.0: FAILED" in out
     assert "'x': At x equal to a limit (low or high) your gradient is 0; the limits count as inside" in out

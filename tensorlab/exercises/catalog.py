@@ -346,6 +346,8 @@ EXERCISES = [
             Case("Maximum", ("a", "b"), _inputs(_whole(1, 3, 4), _whole(1, 3, 4)), np.maximum, graph=stages.maximum),
             Case("Maximum", ("a", "b"), _inputs(_whole(1, 2, 3, 4), _whole(1, 4)), np.maximum, graph=stages.maximum),
             Case("Clamp", ("x",), _inputs(_whole(2, 4, 5)), _clamp, dict(low=-1.0, high=1.0), graph=stages.clamp),
+            # size-1 axes stretched on both sides (and one added in front): the sums a broadcast asks for, at ties
+            Case("Maximum", ("a", "b"), _inputs(_whole(1, 3, 1), _whole(1, 2, 1, 4)), np.maximum, graph=stages.maximum),
         ],
     ),
     _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),
