@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from exercise_mistakes import MISTAKES
 
-from tensorlab.exercises import BY_NAME, adamw_check, check, engine_check
-from tensorlab.exercises.student import StudentError
-from tensorlab.exercises.watch import Stopped
+from tensorlab.exercises import BY_NAME
+from tensorlab.exercises.runner import check_file
+from tensorlab.exercises.student import Stopped, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 PRECISE = 0.90
 
 
@@ -33,9 +32,7 @@ def run_check(mistake, folder, seed):
     exercise = BY_NAME[mistake.exercise]
     printed = io.StringIO()
     try:
-        passed = RUNNERS[exercise.kind].check(
-            exercise, path, out=lambda line: print(line, file=printed), time_limit=10, seed=seed
-        )
+        passed = check_file(exercise, path, out=lambda line: print(line, file=printed), time_limit=10, seed=seed)
     except StudentError as error:
         return False, printed.getvalue() + "\n".join(error.lines)
     except Stopped as stop:

@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tensorlab.exercises import BY_NAME, adamw_check, check, engine_check, watch
+from tensorlab.exercises import BY_NAME, watch
 from tensorlab.exercises.__main__ import main
+from tensorlab.exercises.runner import check_file
+from tensorlab.exercises.student import StudentError
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "teachers" / "solutions"
@@ -38,14 +40,11 @@ def write(tmp_path, name, source):
     return path
 
 
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
-
-
 def checked(name, path, seed=None):
     """(passed, everything the check printed) for the file at `path`, its inputs drawn from `seed` (None: fresh)."""
     printed = io.StringIO()
     exercise = BY_NAME[name]
-    passed = RUNNERS[exercise.kind].check(exercise, path, out=lambda line: print(line, file=printed), seed=seed)
+    passed = check_file(exercise, path, out=lambda line: print(line, file=printed), seed=seed)
     return passed, printed.getvalue()
 
 
@@ -61,9 +60,9 @@ def softmax_gradient_of(path):
     return op.backward(gy), y * (gy - (gy * y).sum(axis=-1, keepdims=True))
 
 
-# ----- another library's C functions ------------------------------------------------------------------------------
-def test_a_softmax_backward_through_torchs_c_builtin_is_refused(tmp_path):
-    """torch imported at the top of the file, and only C functions called in backward: no Python frame of torch runs."""
+# ----- another library's autograd ----------------------------------------------------------------------------------
+def test_another_librarys_autograd_cannot_be_imported_where_the_students_code_runs(tmp_path):
+    """torch's softmax backward is right, and out of reach: only NumPy and tensorlab are importable there."""
     path = write(
         tmp_path,
         "softmax",
@@ -76,27 +75,10 @@ def test_a_softmax_backward_through_torchs_c_builtin_is_refused(tmp_path):
 """,
     )
     mine, right = softmax_gradient_of(path)
-    assert np.allclose(mine, right, rtol=1e-14, atol=1e-15)  # the shortcut is right: only the watch can refuse it
-    passed, out = checked("softmax", path)
-    assert not passed
-    assert "Softmax.backward calls another library's autograd (torch: " in out and "(a C function)" in out, out
-
-
-def test_the_watch_sees_a_c_function_of_torch_called_alone():
-    import torch
-
-    y = torch.softmax(torch.randn(2, 3, dtype=torch.float64), -1)
-    gy = torch.randn(2, 3, dtype=torch.float64)
-
-    def backward():
-        return torch._softmax_backward_data(gy, y, -1, y.dtype)
-
-    with watch.watch(backward.__code__) as watched:
-        backward()
-    assert watched.engine_calls == ["torch: _VariableFunctionsClass._softmax_backward_data (a C function)"]
-    with watch.watch(backward.__code__) as watched:
-        y.exp()  # a Tensor's C method: judged by the module of the object it is bound to
-    assert watched.engine_calls == ["torch: Tensor.exp (a C function)"]
+    assert np.allclose(mine, right, rtol=1e-14, atol=1e-15)  # the shortcut is right here, where torch is installed
+    with pytest.raises(StudentError) as raised:
+        checked("softmax", path)
+    assert "raised ModuleNotFoundError: No module named 'torch'" in raised.value.lines[0], raised.value.lines
 
 
 def test_numpys_c_functions_are_not_taken_for_an_autograd():
@@ -288,3 +270,22 @@ def test_the_seed_is_in_the_first_line_that_names_one():
     assert passed
     assert [line for line in out.splitlines() if "seed" in line][0].startswith("Checking ")
     assert "seed 424242 " in out
+
+
+def test_a_backward_that_calls_the_engines_kernels_is_refused(tmp_path):
+    """tensorlab/kernels/ is the engine too: every folder of the package is watched but those that hold no answer."""
+    source = (SOLUTIONS / "rms_norm.py").read_text()
+    answer = "        g = gy * self.weight\n"
+    assert answer in source
+    start = source.index(answer)
+    end = source.index("        return gx, gw\n") + len("        return gx, gw\n")
+    path = tmp_path / "my_rms_norm.py"
+    path.write_text(
+        "from tensorlab.kernels import norm\n"
+        + source[:start]
+        + "        return norm.rms_norm_backward(gy, self.xhat, self.r, self.weight)\n"
+        + source[end:]
+    )
+    passed, out = checked("rms_norm", path)
+    assert not passed
+    assert "RMSNorm.backward calls tensorlab itself (tensorlab/kernels/norm.py: rms_norm_backward)" in out, out

@@ -9,6 +9,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from pathlib import Path
 import pytest
 from tools import run_into_a_closed_pipe
 
-from tensorlab.exercises import grade, report
+from teachers import classroom, grade
+from tensorlab.exercises import report
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,10 +41,12 @@ def planted(folder, name, old, new, filename=None):
 
 
 def run_main(*argv):
-    """Exit code, stdout and stderr of `python -m tensorlab.exercises *argv`, run in this process."""
+    """Exit code, stdout and stderr of `python -m tensorlab.exercises *argv` (assignment and grade: of
+    `python -m teachers.classroom *argv`), run in this process."""
     out, err = io.StringIO(), io.StringIO()
+    command = classroom.main if argv[0] in ("assignment", "grade") else main
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
+        code = command([str(a) for a in argv])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -55,6 +59,8 @@ def test_the_students_wheel_has_no_solutions_installs_alone_and_checks_a_solutio
     names = zipfile.ZipFile(wheel).namelist()
     assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/ops/softmax.py" in names
     assert not [n for n in names if n.startswith(("teachers/", "tests/", "docs/")) or "solutions" in n], names
+    classroom_tools = ("grade.py", "assignment.py", "gradescope.py", "mutate.py", "classroom.py")
+    assert not [n for n in names if n.endswith(classroom_tools)], names  # the teachers' tools stay in the checkout
     readme = (course / "README.md").read_text()
     assert f"    pip install {wheel.name}\n" in readme and "pip install -e" not in readme
     assert f"{wheel.name} (the engine to install)" in out
@@ -172,7 +178,9 @@ def test_json_keeps_the_students_prints_off_stdout_and_reports_a_file_it_cannot_
     assert code == 1 and not record["passed"] and record["cases"] == []
     assert record["diagnosis"].startswith("broken.py, line 1: Python cannot read this file")
     code, printed, errors = run_main("check", "exp_log", tmp_path / "missing.py", "--json")
-    assert code == 2 and printed == "" and "no such file" in errors
+    record = json.loads(printed)  # --json always prints a record
+    assert code == 2 and record["exit_code"] == 2 and not record["passed"] and "no such file" in errors
+    assert record["diagnosis"].startswith(f"{tmp_path / 'missing.py'}: no such file")
 
 
 def test_json_names_a_case_stopped_at_its_time_limit(tmp_path):
@@ -288,81 +296,96 @@ def test_grade_writes_the_gradebook_of_a_class(tmp_path):
     code, printed, errors = run_main("grade", submissions, "--out", out, "--hints", "name", "--time-limit", "0.5")
     assert code == 0, errors
     assert printed == (
-        f"Graded 3 students on 3 exercises (matmul, exp_log, softmax): 3 of 9 passed. "
-        f"Gradebook: {out}.csv and {out}.md.\n"
-    )  # the exercises in the course's order
+        "Graded 3 students on 3 exercises (matmul, exp_log, softmax): 3 of 6 files handed in passed; "
+        "3 not handed in; 0 tampered.\n"
+        f"Gradebook: {out}.csv (a row per check), {out}-grid.csv (a row per student, with the score) and {out}.md.\n"
+    )  # the exercises in the course's order; "not handed in" counted apart
     with open(f"{out}.csv", newline="") as file:
         rows = list(csv.DictReader(file))
-    assert list(rows[0]) == ["student", "exercise", "passed", "diagnosis", "seed"]
-    assert [(r["student"], r["exercise"], r["passed"]) for r in rows] == [
-        ("alice", "matmul", "yes"),
-        ("alice", "exp_log", "no"),
-        ("alice", "softmax", "yes"),
-        ("bob", "matmul", "no"),
-        ("bob", "exp_log", "yes"),
-        ("bob", "softmax", "no"),
-        ("carol", "matmul", "no"),
-        ("carol", "exp_log", "no"),
-        ("carol", "softmax", "no"),
+    assert list(rows[0]) == ["student", "exercise", "status", "diagnosis", "seed"]
+    statuses = [(r["student"], r["exercise"], r["status"]) for r in rows]
+    assert statuses == [
+        ("alice", "matmul", "passed"),
+        ("alice", "exp_log", "not handed in"),
+        ("alice", "softmax", "passed"),
+        ("bob", "matmul", "not handed in"),
+        ("bob", "exp_log", "passed"),
+        ("bob", "softmax", "failed"),
+        ("carol", "matmul", "failed"),
+        ("carol", "exp_log", "not handed in"),
+        ("carol", "softmax", "failed"),
     ]
     diagnoses = [r["diagnosis"] for r in rows]
-    assert diagnoses[:5] == [
-        "",
-        "not handed in: there is no exp_log.py in alice/",
-        "",
-        "not handed in: there is no matmul.py in bob/",
-        "",
-    ]
+    assert diagnoses[:5] == ["", "there is no exp_log.py in alice/", "", "there is no matmul.py in bob/", ""]
     # bob's softmax row is what `check --json --hints name` says of his file, with the row's seed
     bob = submissions / "bob" / "softmax.py"
     _, printed, _ = run_main("check", "softmax", bob, "--json", "--hints", "name", "--seed", rows[5]["seed"])
     assert diagnoses[5] == json.loads(printed)["diagnosis"]
     assert "You used y(1 - y)" in diagnoses[5] and "row-sum term" not in diagnoses[5]  # named, no fix
-    assert diagnoses[6:8] == ["the check crashed (exit code 3)", "not handed in: there is no exp_log.py in carol/"]
+    assert diagnoses[6].startswith("Your code ended the process that runs it (exit code 3)"), diagnoses[6]
+    assert diagnoses[7] == "there is no exp_log.py in carol/"
     stopped = r"case 1/\d+  Softmax: .*: STOPPED: it did not finish within 0\.5 s \(a loop that never ends\?\)\."
     assert re.fullmatch(stopped, diagnoses[8]), diagnoses[8]
     ran = [True, False, True, False, True, True, False, False, True]  # where a check ran, its seed is in the row
     assert [r["seed"].isdigit() for r in rows] == ran
     assert len({r["seed"] for r in rows if r["seed"]}) == 5  # a fresh seed for each check
 
-    table = Path(f"{out}.md").read_text().splitlines()
-    assert table[0] == "# Gradebook (3 of 9 passed; hints: name)"
-    assert table[2] == "| student | exercise | passed | diagnosis | seed |"
-    body = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table[4:]]
-    assert body == [[r[c] for c in grade.COLUMNS] for r in rows]
+    with open(f"{out}-grid.csv", newline="") as file:
+        table = list(csv.DictReader(file))
+    assert table == [
+        {"student": s, "score": str(sum(st == "passed" for n, _, st in statuses if n == s)), "out of": "3"}
+        | {e: st for n, e, st in statuses if n == s}
+        for s in ("alice", "bob", "carol")
+    ]
+    assert [t["score"] for t in table] == ["2", "1", "0"]
+
+    page = Path(f"{out}.md").read_text().splitlines()
+    assert page[0] == "# Gradebook (3 of 6 files handed in passed; 3 not handed in; 0 tampered; hints: name)"
+    cells = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in page if line.startswith("|")]
+    assert cells[0] == ["student", "score", "out of", "matmul", "exp_log", "softmax"]
+    assert cells[2:5] == [[str(v) for v in t.values()] for t in table]
+    assert cells[5] == list(grade.COLUMNS)
+    assert cells[7:] == [[r[c] for c in grade.COLUMNS] for r in rows]
 
 
-def test_grade_stops_a_check_that_outlives_its_limit(tmp_path, monkeypatch):
-    """A backward that blocks the time limit's alarm is stopped from outside, after the limit on the whole check."""
+def test_the_gradebook_says_the_most_specific_failed_case(tmp_path):
+    """matmul without the transpose in ga: the non-square case raises, the square one names the slip."""
+    folder = tmp_path / "submissions" / "bob"
+    folder.mkdir(parents=True)
+    planted(folder, "matmul", "return gy @ self.b.T, self.a.T @ gy", "return gy @ self.b, self.a.T @ gy")
+    code, _, errors = run_main("grade", tmp_path / "submissions", "--out", tmp_path / "book")
+    assert code == 0, errors
+    with open(tmp_path / "book.csv", newline="") as file:
+        [row] = list(csv.DictReader(file))
+    assert row["status"] == "failed" and "raised" not in row["diagnosis"], row
+    assert "In ga you multiply gy by b where its transpose belongs" in row["diagnosis"], row
+    assert re.match(r"case [2-9]/\d+  MatMul: ", row["diagnosis"]), row
+
+
+def test_grade_stops_a_check_that_outlives_its_limit(tmp_path):
+    """A backward that blocks an alarm is stopped all the same: the time limit is kept by the checker's process."""
     folder = tmp_path / "dave"
     folder.mkdir()
-    planted(
+    path = planted(
         folder,
         "exp_log",
         "return gy * self.y",
         "import signal\n        signal.signal(signal.SIGALRM, signal.SIG_IGN)\n        while True:\n            pass",
     )
-    monkeypatch.setattr(grade, "MOST_CASES", 1)
-    monkeypatch.setattr(grade, "STARTUP", 3.0)
-    row = grade.row(folder, "exp_log", "fix", 0.5)
-    assert row == {
-        "student": "dave",
-        "exercise": "exp_log",
-        "passed": "no",
-        "diagnosis": "the check did not finish within 4 s and was stopped.",
-        "seed": "",
-    }
+    row = grade.row(folder, "exp_log", path.read_bytes(), "fix", 0.5)
+    assert row["status"] == "failed" and row["seed"].isdigit(), row
+    assert re.fullmatch(r"case 1/\d+  Exp: .*: STOPPED: it did not finish within 0\.5 s .*", row["diagnosis"]), row
 
 
 def test_a_file_that_prints_a_passing_record_and_exits_fails_its_row(tmp_path):
-    """What the student's code prints goes to stderr: it cannot stand in for the checker's record."""
+    """The verdict is computed in the checker's process: what the student's code prints is never read."""
     folder = tmp_path / "eve"
     folder.mkdir()
     fake = json.dumps({"passed": True, "diagnosis": ""})
     (folder / "exp_log.py").write_text(f"import sys\nprint({fake!r})\nsys.exit(0)\n")
-    row = grade.row(folder, "exp_log", "fix", 5.0)
-    assert row["passed"] == "no", row
-    assert row["diagnosis"] == f"the check crashed (exit code 0): {fake}"  # the last line on stderr: its print
+    row = grade.row(folder, "exp_log", (folder / "exp_log.py").read_bytes(), "fix", 5.0)
+    assert row["status"] == "failed", row
+    assert row["diagnosis"].startswith("Your code ended the process that runs it (exit code 0)"), row
 
 
 def test_grade_usage_errors_exit_2(tmp_path):
@@ -392,24 +415,34 @@ def test_every_command_of_the_teachers_section_works_as_printed(tmp_path):
     alice.mkdir(parents=True)
     (alice / "softmax.py").write_text((SOLUTIONS / "softmax.py").read_text())
     commands = teachers_commands()
-    assert [c.split()[3] for c in commands] == ["check", "assignment", "check", "grade"]
+    assert [c.split()[2:4] for c in commands] == [
+        ["tensorlab.exercises", "check"],
+        ["teachers.classroom", "assignment"],
+        ["tensorlab.exercises", "check"],
+        ["teachers.classroom", "grade"],
+    ]
+    assert "--gradescope" in commands[1]
     for command in commands:
         argv = command.split()
-        assert argv[:3] == ["python", "-m", "tensorlab.exercises"], command
-        done = subprocess.run([sys.executable] + argv[1:], cwd=checkout, capture_output=True, text=True, timeout=300)
+        assert argv[:2] == ["python", "-m"], command
+        env = dict(os.environ, PYTHONPATH=str(ROOT))  # this checkout's tensorlab, not another installed one
+        done = subprocess.run(
+            [sys.executable] + argv[1:], cwd=checkout, env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, command + "\n" + done.stdout[-2000:] + done.stderr[-2000:]
     assert list((tmp_path / "course-for-students").glob("tensorlab-*.whl"))
+    assert (tmp_path / "course-for-students" / "autograder.zip").is_file()
     with open(tmp_path / "gradebook.csv", newline="") as file:
-        assert [(r["student"], r["exercise"], r["passed"]) for r in csv.DictReader(file)] == [
-            ("alice", "softmax", "yes")
+        assert [(r["student"], r["exercise"], r["status"]) for r in csv.DictReader(file)] == [
+            ("alice", "softmax", "passed")
         ]
 
 
 def test_a_pipe_in_a_diagnosis_stays_inside_its_markdown_cell():
-    row = grade._row(Path("submissions/alice"), "mul", False, "|yours - reference| > 1e-12 (|a| + 1)", 123456)
-    line = grade.markdown([row], "fix").splitlines()[4]
+    row = grade._row(Path("submissions/alice"), "mul", "failed", "|yours - reference| > 1e-12 (|a| + 1)", 123456)
+    line = grade.markdown([row], grade.grid([row], ["mul"]), "fix").splitlines()[-1]
     cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-    assert cells == ["alice", "mul", "no", "|yours - reference| > 1e-12 (|a| + 1)", "123456"]
+    assert cells == ["alice", "mul", "failed", "|yours - reference| > 1e-12 (|a| + 1)", "123456"]
 
 
 @pytest.mark.parametrize("buffering", ["buffered", "unbuffered"])

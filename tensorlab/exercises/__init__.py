@@ -3,10 +3,9 @@
     python -m tensorlab.exercises list                    the exercises, in order
     python -m tensorlab.exercises stub NAME [DEST]        copy an exercise's stub out to edit
     python -m tensorlab.exercises check NAME FILE         check your file; exit code 0 pass, 1 fail, 2 usage
-    python -m tensorlab.exercises assignment DIR          a students' folder: every stub and a README
-                                                          (--wheel: and the engine's wheel to install)
-    python -m tensorlab.exercises grade SUBMISSIONS_DIR   every student's files checked into a gradebook
-check and grade take --hints none|name|fix (how much a diagnosis says); check --json prints one JSON object.
+check takes --hints none|name|fix (how much a diagnosis says); check --json prints one JSON object.
+The teachers' tools (a course folder, its wheel, a Gradescope zip, grading a class) are in the
+checkout's teachers/classroom.py: `python -m teachers.classroom assignment | grade`, never installed.
 
 Layout:
     catalog.py      the exercises: title, cases (class, settings, inputs, reference forward, stages graph)
@@ -17,11 +16,12 @@ Layout:
     diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements
     engine_check.py the engine track (value, topo, unbroadcast): probes with known answers
     adamw_check.py  the AdamW exercise: compare with tensorlab.optim.AdamW and name the slip
-    watch.py        the student's code under watch: time limit, Ctrl-C, engine calls refused, locals kept
-    student.py      loading the student's file; pointing at the line that raised
-    assignment.py   writing the students' folder, and building the engine's wheel for it
+    student.py      the student's code in a process of its own: requests, the time limit, Ctrl-C; the line
+                    that raised
+    child.py        that process: runs the student's code, sends back plain data (never a verdict)
+    watch.py        in that process: engine calls refused, the backward's locals kept
     report.py       what a check says at a hint level, and as JSON
-    grade.py        grading a folder of submissions, each check in a process of its own, into a gradebook
+    runner.py       checking one file: the checker of its exercise, its report, its exit code
     stubs/          what students edit
 The reference solutions are in the repository's teachers/solutions/, outside this package:
 nothing here needs them, and they are never installed.

@@ -1,18 +1,15 @@
-"""The command line: `python -m tensorlab.exercises list | stub | check | assignment | grade`.
+"""The students' command line: `python -m tensorlab.exercises list | stub | check`.
 
     list                                               the exercises, in order
     stub NAME [DEST]                                   copy an exercise's stub out to edit
     check NAME FILE [--seed N] [--json] [--hints L]    check a file
-    assignment DIR [--wheel]                           a students' folder (and the engine's wheel to install)
-    grade SUBMISSIONS_DIR [--out PATH] [--hints L]     check every student's files into a gradebook
 
-Exit codes: 0 the check passed (or list/stub/assignment/grade worked), 1 the check failed (or a
-wheel could not be built), 2 a usage error (an unknown exercise, a missing file, a stub that
-would overwrite a file), 130 Ctrl-C.
+Exit codes: 0 the check passed (or list/stub worked), 1 the check failed, 2 a usage error (an
+unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C. The teachers'
+tools (assignment, grade) are in the checkout's teachers/classroom.py, never in the wheel.
 """
 
 import argparse
-import contextlib
 import difflib
 import json
 import shutil
@@ -20,11 +17,9 @@ import sys
 from pathlib import Path
 
 from tensorlab.command_line import exit_with
-from tensorlab.exercises import adamw_check, assignment, check, engine_check, grade
+from tensorlab.exercises import runner
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import LEVELS, Report
-from tensorlab.exercises.student import StudentError
-from tensorlab.exercises.watch import Stopped
 
 TIME_LIMIT = 5.0  # seconds per case: a backward that loops forever is stopped, and the case named
 
@@ -56,33 +51,13 @@ def main(argv=None):
         "--seed", type=int, metavar="N", help="draw the cases' inputs from seed N (default: a fresh one, printed)"
     )
     checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
-    _hints_option(checker)
-    folder = commands.add_parser("assignment", help="write a students' folder DIR: every stub, a README, no solutions")
-    folder.add_argument("dir", metavar="DIR")
-    folder.add_argument("--wheel", action="store_true", help="also build a wheel of the engine into DIR to install")
-    grader = commands.add_parser("grade", help="check every student's files: one subfolder per student, NAME.py each")
-    grader.add_argument("submissions", metavar="SUBMISSIONS_DIR")
-    grader.add_argument(
-        "--out", default="gradebook", metavar="PATH", help="write PATH.csv and PATH.md (default: ./gradebook)"
-    )
-    grader.add_argument(
-        "--time-limit",
-        type=float,
-        default=TIME_LIMIT,
-        metavar="SECONDS",
-        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; more than 0)",
-    )
-    _hints_option(grader)
+    hints_option(checker)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on a usage error, 0 after --help
         return exit_.code
     if args.command == "list":
         return _list()
-    if args.command == "assignment":
-        return assignment.write(Path(args.dir), PROG, wheel=args.wheel)
-    if args.command == "grade":
-        return grade.grade(Path(args.submissions), Path(args.out), args.hints, args.time_limit)
     exercise = BY_NAME.get(args.name)
     if exercise is None:
         close = difflib.get_close_matches(args.name, BY_NAME, n=1)
@@ -94,7 +69,7 @@ def main(argv=None):
     return _check(exercise, Path(args.file), args.time_limit, args.seed, args.hints, args.json)
 
 
-def _hints_option(command):
+def hints_option(command):
     command.add_argument(
         "--hints",
         choices=LEVELS,
@@ -109,8 +84,8 @@ def _list():
     print("Exercises, in order (write the missing code, then check it):")
     for exercise in EXERCISES:
         print(f"  {exercise.name:<{width}}  {exercise.title}")
-    print(f"\nCopy a stub to edit:  {PROG} stub NAME my_NAME.py")
-    print(f"Check your file:      {PROG} check NAME my_NAME.py")
+    print(f"\nCopy a stub to edit:  {PROG} stub NAME        (writes NAME.py: hand it in under that name)")
+    print(f"Check your file:      {PROG} check NAME NAME.py")
     return 0
 
 
@@ -129,35 +104,18 @@ def _stub(exercise, dest):
 
 def _check(exercise, path, time_limit, seed, hints, as_json):
     if not path.is_file():
-        print(f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`.", file=sys.stderr)
+        why = f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`."
+        print(why, file=sys.stderr)
+        if as_json:  # a record all the same, for the program that reads it
+            report = Report(exercise, path, hints, show=None)
+            report.cannot_check([why])
+            print(json.dumps(report.record(2)))
         return 2
     report = Report(exercise, path, hints, show=None if as_json else print)
-    # with --json, stdout holds the JSON object alone: what the student's code prints goes to stderr
-    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        code = _run(exercise, path, time_limit, seed, report)
+    code = runner.run(exercise, path, time_limit, seed, report, echo=sys.stderr.write if as_json else sys.stdout.write)
     if as_json:
         print(json.dumps(report.record(code)))
     return code
-
-
-def _run(exercise, path, time_limit, seed, report):
-    report(f"Exercise {exercise.name!r}: {exercise.title}")
-    runner = RUNNERS[exercise.kind]
-    try:
-        passed = runner.check(exercise, path, out=report, time_limit=time_limit, seed=seed)
-    except Stopped as stop:
-        report.stopped(stop.line)
-        return stop.code
-    except KeyboardInterrupt:
-        report("Interrupted (Ctrl-C) before any case ran.")
-        return 130
-    except StudentError as error:
-        report.cannot_check(error.lines)
-        return 1
-    return 0 if passed else 1
-
-
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 import numpy as np
 
 from tensorlab.exercises.check import new_seed
-from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
-from tensorlab.exercises.watch import engine_use_line, run_cases, watch
+from tensorlab.exercises.student import NotWritten, StudentError, run_cases
+from tensorlab.exercises.watch import engine_use_line
 from tensorlab.optim import AdamW
 from tensorlab.tensor import Tensor
 
@@ -68,16 +68,17 @@ SLIPS = {
 }
 
 
-def check(exercise, path, out=print, time_limit=None, seed=None):
-    """Check the student's adamw_step in every case; True when all pass.
+def check(exercise, student, out=print, time_limit=None, seed=None):
+    """Check the student's adamw_step (in a started student.Student) in every case; True when all pass.
 
     `seed` (default: a fresh one, printed) draws the cases' parameters and gradients.
     """
     seed = new_seed() if seed is None else seed
-    step_fn = find(load(path, time_limit), "adamw_step", path, kind="function")
+    student.load(time_limit)
+    student.call("find", name="adamw_step", kind="function")
     out(
-        f"Checking {path} against {len(CASES)} cases of {STEPS} steps each, drawn with seed {seed} (--seed {seed} "
-        f"draws them again): your adamw_step vs tensorlab.optim.AdamW (float64)."
+        f"Checking {student.path} against {len(CASES)} cases of {STEPS} steps each, drawn with seed {seed} "
+        f"(--seed {seed} draws them again): your adamw_step vs tensorlab.optim.AdamW (float64)."
     )
     not_written = []
 
@@ -85,7 +86,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
         if not_written:
             return ["(adamw_step is not written yet, see above)"]
         try:
-            return _check_case(step_fn, settings, np.random.default_rng([seed, number]), path)
+            return _check_case(student, settings, np.random.default_rng([seed, number]))
         except NotWritten as error:
             not_written.append(True)
             return error.lines
@@ -99,7 +100,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
         )
         for number, settings in enumerate(CASES, 1)
     ]
-    failed = run_cases(runs, time_limit, out)
+    failed = run_cases(runs, time_limit, out, student)
     if failed:
         out(f"FAILED: {failed} of {len(CASES)} cases. Fix the first step reported above, and check again.")
     else:
@@ -107,21 +108,16 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
     return not failed
 
 
-def _check_case(step_fn, settings, rng, path):
+def _check_case(student, settings, rng):
     start = rng.standard_normal(SHAPE)
     grads = [rng.standard_normal(SHAPE) for _ in range(STEPS)]
     expected = _reference(start, grads, settings)
     state = (start, np.zeros(SHAPE), np.zeros(SHAPE))
     for t, (grad, right) in enumerate(zip(grads, expected), 1):
-        try:
-            param, m, v = state
-            with watch(step_fn.__code__) as watcher:  # the answer must be the student's NumPy, not tensorlab.optim
-                result = step_fn(param.copy(), grad.copy(), m.copy(), v.copy(), t, **settings)
-        except NotImplementedError as error:
-            raise NotWritten(*describe_exception(error, path, "adamw_step")) from None
-        except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
-            raise StudentError(*describe_exception(error, path, f"adamw_step at step {t}")) from None
-        shortcut = engine_use_line("adamw_step", watcher.engine_calls)
+        param, m, v = state
+        answer = student.call("adamw", param=param, grad=grad, m=m, v=v, t=t, settings=settings)
+        shortcut = engine_use_line("adamw_step", answer["engine_calls"])  # the answer must be the student's NumPy
+        result = answer["result"]
         if shortcut:
             return [f"step {t}: {shortcut}"]
         problem = _result_problem(result)

@@ -70,9 +70,25 @@ def _with_zeros(*shape):
     return make
 
 
-def _large(scale, *shape):
-    """Normal values times `scale`: attention scores in the hundreds, where exp overflows unless the max goes first."""
-    return lambda rng: scale * rng.standard_normal(shape)
+def _scores_up_to_1000(*shape):
+    """q, k, v whose largest score a query sees, q k^T / sqrt(D), is exactly 1,000 (on every draw): exp overflows
+    there unless the row's max goes first."""
+
+    def make(rng):
+        q, k, v = (rng.standard_normal(shape) for _ in range(3))
+        rows, columns = np.tril_indices(shape[-2])
+        seen = (q @ k.swapaxes(-1, -2))[..., rows, columns] / np.sqrt(shape[-1])
+        largest = seen.flat[np.abs(seen).argmax()]
+        scale = np.sqrt(1000.0 / abs(largest))
+        return [q * scale, k * scale * np.sign(largest), v]
+
+    return make
+
+
+def _near_1000(*shape):
+    """Logits near 1,000 (spread by a few units, so the softmax is not one-hot): exp overflows unless the max goes
+    first, in forward and in a backward that computes the softmax again."""
+    return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
 
 
 def _whole(largest, *shape):
@@ -330,6 +346,8 @@ EXERCISES = [
             Case("Maximum", ("a", "b"), _inputs(_whole(1, 3, 4), _whole(1, 3, 4)), np.maximum, graph=stages.maximum),
             Case("Maximum", ("a", "b"), _inputs(_whole(1, 2, 3, 4), _whole(1, 4)), np.maximum, graph=stages.maximum),
             Case("Clamp", ("x",), _inputs(_whole(2, 4, 5)), _clamp, dict(low=-1.0, high=1.0), graph=stages.clamp),
+            # size-1 axes stretched on both sides (and one added in front): the sums a broadcast asks for, at ties
+            Case("Maximum", ("a", "b"), _inputs(_whole(1, 3, 1), _whole(1, 2, 1, 4)), np.maximum, graph=stages.maximum),
         ],
     ),
     _reduction("sum", "Sum", np.sum, stages.sum_, "copy the gradient back along the summed axes"),
@@ -354,6 +372,7 @@ EXERCISES = [
             Case("Softmax", ("x",), _inputs(_normal(4, 3)), _softmax, dict(axis=0), graph=stages.softmax),
             Case("Softmax", ("x",), _inputs(_normal(2, 3, 4)), _softmax, dict(axis=1), graph=stages.softmax),
             Case("Softmax", ("x",), _inputs(_normal(4, 4)), _softmax, dict(axis=-1), graph=stages.softmax),
+            Case("Softmax", ("x",), _inputs(_near_1000(3, 4)), _softmax, dict(axis=-1), graph=stages.softmax),
         ],
     ),
     Exercise(
@@ -378,6 +397,13 @@ EXERCISES = [
                 "LogSoftmaxNLL",
                 ("logits", "targets"),
                 _inputs(_normal(1, 6), lambda rng: np.array([2])),
+                _log_softmax_nll,
+                graph=stages.log_softmax_nll,
+            ),
+            Case(
+                "LogSoftmaxNLL",
+                ("logits", "targets"),
+                _inputs(_near_1000(3, 5), lambda rng: np.array([4, 0, 4])),
                 _log_softmax_nll,
                 graph=stages.log_softmax_nll,
             ),
@@ -441,10 +467,10 @@ EXERCISES = [
                 _causal_attention,
                 graph=stages.causal_attention,
             ),
-            Case(  # scores up to about 1,000: exp overflows in float64 unless the row's max is subtracted first
+            Case(  # a score of 1,000: exp overflows in float64 unless the row's max is subtracted first
                 "CausalAttention",
                 ("q", "k", "v"),
-                _inputs(_large(30.0, 1, 2, 4, 4), _large(30.0, 1, 2, 4, 4), _normal(1, 2, 4, 4)),
+                _scores_up_to_1000(1, 2, 4, 4),
                 _causal_attention,
                 graph=stages.causal_attention,
             ),

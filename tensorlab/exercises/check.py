@@ -30,10 +30,9 @@ import secrets
 import numpy as np
 
 from tensorlab.exercises import diagnose, slips, stages
-from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load
-from tensorlab.exercises.watch import engine_use_line, run_cases, watch
+from tensorlab.exercises.student import NotWritten, StudentError, later, run_cases
+from tensorlab.exercises.watch import engine_use_line
 from tensorlab.gradcheck import InputReport
-from tensorlab.tensor import Tensor
 
 INDENT = "    "
 RTOL = 1e-12  # see 3. above: ~1e-15 reached by formulas, 1e-11 at best by central differences
@@ -49,16 +48,18 @@ def new_seed():
     return secrets.randbelow(1_000_000)
 
 
-def check(exercise, path, out=print, time_limit=None, seed=None):
-    """Check every case of a gradient exercise against the file at `path`; True when all pass.
+def check(exercise, student, out=print, time_limit=None, seed=None):
+    """Check every case of a gradient exercise against the student's file (a started student.Student); True when all
+    pass.
 
     `seed` (default: a fresh one, printed) draws the cases' inputs and gy.
     """
     seed = new_seed() if seed is None else seed
-    module = load(path, time_limit)
-    classes = {case.cls: find(module, case.cls, path) for case in exercise.cases}
+    student.load(time_limit)
+    for cls in dict.fromkeys(case.cls for case in exercise.cases):
+        student.call("find", name=cls, kind="class")
     out(
-        f"Checking {path} against {len(exercise.cases)} cases drawn with seed {seed} (--seed {seed} draws them "
+        f"Checking {student.path} against {len(exercise.cases)} cases drawn with seed {seed} (--seed {seed} draws them "
         f"again): your backward vs the analytic gradient (float64, to {RTOL:g} relative)."
     )
     not_written, passed_cases = set(), []
@@ -67,7 +68,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
         if case.cls in not_written:
             return [f"({case.cls} is not finished yet, see above)"]
         try:
-            lines = _check_case(exercise, case, classes[case.cls], inputs, gy, path)
+            lines = _check_case(exercise, case, student, inputs, gy)
         except NotWritten as error:
             not_written.add(case.cls)
             lines = error.lines
@@ -89,7 +90,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
                 lambda number=number, case=case, inputs=inputs, gy=gy: run(number, case, inputs, gy),
             )
         )
-    failed = run_cases(runs, time_limit, out)
+    failed = run_cases(runs, time_limit, out, student)
     if failed and not not_written:
         for line in _settings_hint(exercise.cases, passed_cases):
             out(line)
@@ -103,11 +104,11 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
     return not failed
 
 
-def _check_case(exercise, case, cls, inputs, gy, path):
+def _check_case(exercise, case, student, inputs, gy):
     """Lines explaining what is wrong in this case; [] when it passes."""
     names = case.names
     try:
-        y, grads, local_arrays = _forward_and_backward(case, cls, inputs, path, gy)
+        y, grads, local_arrays = _student_op(case, student, inputs, gy)
     except NotWritten:
         raise
     except StudentError as error:
@@ -124,7 +125,7 @@ def _check_case(exercise, case, cls, inputs, gy, path):
 
     reports, scale = _compare(case, inputs, _as_tuple(grads), reference)
     if all(r.passed for r in reports.values()):
-        return _through_engine(case, cls, inputs, gy, reference)
+        return _through_engine(case, student, inputs, gy, reference)
 
     context = diagnose.Context(
         {n: x.shape for n, x in zip(names, inputs)},
@@ -135,17 +136,17 @@ def _check_case(exercise, case, cls, inputs, gy, path):
         scale=scale,
         settings=case.settings,
     )
-    ignores_gy = _ignores_gy(case, cls, inputs, path, gy, grads)
+    ignores_gy = _ignores_gy(case, student, inputs, gy, grads)
     lines = [diagnose.IGNORES_GY] if ignores_gy else []
     wrong = [name for name, r in reports.items() if not r.passed]
-    student = dict(zip(names, _as_tuple(grads)))
+    yours = dict(zip(names, _as_tuple(grads)))
     named = {}
     if not ignores_gy:
-        for slip, explains in slips.recognise(case.cls, reference, student, wrong, context.close):
+        for slip, explains in slips.recognise(case.cls, reference, yours, wrong, context.close):
             lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
             named.update(dict.fromkeys(explains, slip.name))
     if exercise.probe and not ignores_gy:
-        probed = exercise.probe(lambda g: _student_backward(case, cls, inputs, path, g), inputs)
+        probed = exercise.probe(lambda g: _student_op(case, student, inputs, g)[1], inputs)
         lines += probed
         named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
     said = set()
@@ -197,18 +198,16 @@ def _table(reports, scale):
     return lines
 
 
-def _through_engine(case, cls, inputs, gy, reference):
+def _through_engine(case, student, inputs, gy, reference):
     """[] when the op, run through the engine once, gives the right gradients too; else lines saying why not."""
-    tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
     try:
-        cls(**case.settings)(*tensors).backward(gy.copy())
-    except Exception as error:  # noqa: BLE001 (the engine's complaint, said to the student)
+        grads = student.call("op", cls=case.cls, settings=case.settings, inputs=inputs, gy=gy, engine=True)["grads"]
+    except StudentError as error:  # the engine's complaint, said to the student
         return [
-            f"Running your op through the engine failed: {type(error).__name__}: {error}",
+            f"Running your op through the engine failed: {error.lines[0]}",
             "Your backward returned arrays of the right shapes when called directly, so check that it "
             "does the same every time (no state kept between calls).",
         ]
-    grads = [np.zeros(t.shape) if t.grad is None else t.grad for t in tensors]
     reports, _ = _compare(case, inputs, grads, reference)
     wrong = [name for name, r in reports.items() if not r.passed]
     if not wrong:
@@ -270,21 +269,14 @@ def _variable_for(stage, shape, local_arrays):
     return None
 
 
-def _forward_and_backward(case, cls, inputs, path, gy):
-    """Run the student's forward (checked against the reference) and backward on gy.
+def _student_op(case, student, inputs, gy):
+    """The student's forward (checked against the reference) and backward on gy, run in the student's process.
 
     Returns (y, grads, the backward's local arrays).
     """
-    y, op = _student_forward(case, cls, inputs, path)
-    grads, local_arrays = _student_backward(case, cls, inputs, path, gy, op=op, keep_locals=True)
-    return y, grads, local_arrays
-
-
-def _student_forward(case, cls, inputs, path):
-    name = cls.__name__
-    op = _student_call(f"{name}({_settings(case.settings)})", path, lambda: cls(**case.settings))
-    y = _student_call(f"{name}.forward", path, lambda: op.forward(*[x.copy() for x in inputs]))
-    expected = np.asarray(case.reference(*inputs, **case.settings))
+    name = case.cls
+    answer = student.call("op", cls=name, settings=case.settings, inputs=inputs, gy=gy)
+    y, expected = answer["y"], np.asarray(case.reference(*inputs, **case.settings))
     if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9, atol=1e-12):
         if case.forward_is_yours:
             raise StudentError(
@@ -296,42 +288,31 @@ def _student_forward(case, cls, inputs, path):
             f"forward. The forward is given; take it back from a fresh stub "
             f"(python -m tensorlab.exercises stub ...) and change only backward."
         )
-    return y, op
-
-
-def _student_backward(case, cls, inputs, path, gy, op=None, keep_locals=False):
-    """The student's backward on gy (a fresh forward first unless `op` is given), watched."""
-    if op is None:
-        _, op = _student_forward(case, cls, inputs, path)
-    name = cls.__name__
-    given = gy.copy()
     shapes = "; ".join([f"gy {gy.shape}"] + [f"{n} {x.shape}" for n, x in zip(case.names, inputs)])
-    backward = getattr(type(op).backward, "__code__", None)
     try:
-        with watch(backward) as watched:
-            grads = _student_call(f"{name}.backward", path, lambda: op.backward(given))
+        later(answer)
     except NotWritten:
         raise
     except StudentError as error:
         hint = [BROADCAST_HINT] if "could not be broadcast" in error.lines[0] else []
         raise StudentError(*error.lines, f"Shapes here: {shapes}.", *hint) from None
-    used = engine_use_line(f"{name}.backward", watched.engine_calls)
+    used = engine_use_line(f"{name}.backward", answer["engine_calls"])
     if used:
         raise StudentError(used)
-    forwards = watched.calls(type(op).forward)
+    forwards = answer["forwards"]
     if forwards > 1:
         raise StudentError(
             f"{name}.backward runs forward {forwards} times: evaluating the op again at nudged inputs is finite "
             f"differences, an estimate of the gradient, not its formula. Derive the gradient and write it with "
             f"NumPy on gy and what forward saved."
         )
-    if not np.array_equal(given, gy):
+    if answer["gy_changed"]:
         raise StudentError(
             f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
             f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
             f"new array instead, e.g. `gx = gy * ...`."
         )
-    return (grads, watched.locals) if keep_locals else grads
+    return y, answer["grads"], answer["locals"]
 
 
 def _first_difference(y, expected):
@@ -418,10 +399,10 @@ def _try_fixes(case, inputs, grads, fixes, reference):
     ]
 
 
-def _ignores_gy(case, cls, inputs, path, gy, grads):
+def _ignores_gy(case, student, inputs, gy, grads):
     """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
     try:
-        _, doubled, _ = _forward_and_backward(case, cls, inputs, path, 2 * gy)
+        _, doubled, _ = _student_op(case, student, inputs, 2 * gy)
     except StudentError:
         return False
     pairs = [
@@ -438,16 +419,6 @@ def _ignores_gy(case, cls, inputs, path, gy, grads):
 
 def _as_tuple(grads):
     return grads if isinstance(grads, tuple) else (grads,)
-
-
-def _student_call(what, path, call):
-    """call(), with anything it raises turned into a StudentError that points at the student's line."""
-    try:
-        return call()
-    except NotImplementedError as error:
-        raise NotWritten(*describe_exception(error, path, what)) from None
-    except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
-        raise StudentError(*describe_exception(error, path, what)) from None
 
 
 def _settings_hint(cases, passed):
@@ -471,7 +442,3 @@ def _settings_hint(cases, passed):
             f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"
         ]
     return []
-
-
-def _settings(settings):
-    return ", ".join(f"{key}={value!r}" for key, value in settings.items())

@@ -25,7 +25,6 @@ from itertools import combinations
 import numpy as np
 
 from tensorlab.ops.broadcast import broadcast_axes
-from tensorlab.tensor import Tensor
 
 LISTED = 12  # wrong elements named by index when only some are wrong
 
@@ -336,7 +335,7 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
 
 def type_problem(name, g, shape):
     """Lines for a gradient that is not an array at all, or None when it is one."""
-    if isinstance(g, Tensor):
+    if type(g).__name__ == "Tensor":  # sent back from the student's process as its type's name
         return [
             f"Your gradient for '{name}' is a tensorlab Tensor. backward works on plain NumPy arrays "
             f"(gy and what forward saved are arrays): compute with NumPy and return the array."

@@ -14,32 +14,30 @@ property; NumPy's own sums), each with the typical mistakes of that step named:
 """
 
 import math
+from collections import Counter
 from itertools import combinations
 
 import numpy as np
 
 from tensorlab.exercises.check import new_seed
-from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, find, load, raising_function
-from tensorlab.exercises.watch import engine_use_line, run_cases, watch
+from tensorlab.exercises.student import NotWritten, StudentError, later, run_cases
+from tensorlab.exercises.watch import engine_use_line
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
 
-RECURSION = (
-    "Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
-    "(a list of nodes still to visit) instead of recursing."
-)
 
-
-def check(exercise, path, out=print, time_limit=None, seed=None):
-    """Run the probes of an engine-track exercise on the file at `path`; True when all pass.
+def check(exercise, student, out=print, time_limit=None, seed=None):
+    """Run the probes of an engine-track exercise on the student's file (a started student.Student); True when all
+    pass.
 
     `seed` (default: a fresh one, printed) draws the probes' numbers (a Value's inputs, a gradient to unbroadcast).
     """
     seed = new_seed() if seed is None else seed
-    module = load(path, time_limit)
-    target = find(module, *TARGETS[exercise.name], path)
+    student.load(time_limit)
+    name, kind = TARGETS[exercise.name]
+    student.call("find", name=name, kind=kind)
     probes = PROBES[exercise.name]
     out(
-        f"Checking {path} with {len(probes)} probes, their numbers drawn with seed {seed} (--seed {seed} draws "
+        f"Checking {student.path} with {len(probes)} probes, their numbers drawn with seed {seed} (--seed {seed} draws "
         f"them again)."
     )
     results, not_written = {}, []
@@ -48,7 +46,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
         if not_written:
             return ["(not written yet, see above)"]
         try:
-            lines = probe(target, path, results, np.random.default_rng([seed, number]))
+            lines = probe(student, results, np.random.default_rng([seed, number]))
         except NotWritten as error:
             not_written.append(True)
             lines = error.lines
@@ -61,7 +59,7 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
         (f"probe {number}/{len(probes)}  {title}", lambda n=number, title=title, probe=probe: run(n, title, probe))
         for number, (title, probe) in enumerate(probes, 1)
     ]
-    failed = run_cases(runs, time_limit, out)
+    failed = run_cases(runs, time_limit, out, student)
     if failed:
         out(
             f"FAILED: {failed} of {len(probes)} probes. Start with the first failed probe above, and check again "
@@ -70,17 +68,6 @@ def check(exercise, path, out=print, time_limit=None, seed=None):
     else:
         out(f"PASSED: all {len(probes)} probes.")
     return not failed
-
-
-def _call(what, path, call):
-    try:
-        return call()
-    except NotImplementedError as error:
-        raise NotWritten(*describe_exception(error, path, raising_function(error, path) or what)) from None
-    except RecursionError as error:
-        raise StudentError(*describe_exception(error, path, what), RECURSION) from None
-    except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
-        raise StudentError(*describe_exception(error, path, what)) from None
 
 
 # ----- value: a scalar autograd ------------------------------------------------------------------------------------
@@ -155,63 +142,62 @@ def _shared(a, b):
     return (x * y + y.exp()) * x
 
 
-def _value_probe(title, expression, start, meaning):
-    def probe(Value, path, results, rng):
+def _value_probe(index):
+    title, expression, start, meaning = VALUE_PROBES[index]
+
+    def probe(student, results, rng):
         values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
-        xs = [Value(v) for v in values]
-        loss = _call(f"building {title}", path, lambda: expression(*xs))
+        answer = student.call("value", index=index, values=values)
         expected = expression(*[_Float(v) for v in values]).data
-        if not math.isclose(getattr(loss, "data", float("nan")), expected, rel_tol=1e-9, abs_tol=1e-12):
+        if not math.isclose(answer["data"], expected, rel_tol=1e-9, abs_tol=1e-12):
             return [
-                f"{title} gives data {getattr(loss, 'data', loss)!r}, expected {expected:.8g}: the forward value "
+                f"{title} gives data {answer['shown']}, expected {expected:.8g}: the forward value "
                 f"is wrong (check the arithmetic each op puts in its output Value)."
             ]
-        _call(f"backward() of {title}", path, loss.backward)
-        names = "abc"
+        later(answer)
+        grads = answer["grads"]
         wrong, too_large = [], []
-        for i, x in enumerate(xs):
+        for i, grad in enumerate(grads):
             numeric = _numeric(expression, values, i)
-            if not math.isclose(x.grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
-                wrong.append(f"{names[i]}.grad is {x.grad:.8g}, expected {numeric:.8g}")
-                too_large.append(abs(x.grad) > abs(numeric) * 1.01)
+            if not math.isclose(grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
+                wrong.append(f"{'abc'[i]}.grad is {grad:.8g}, expected {numeric:.8g}")
+                too_large.append(abs(grad) > abs(numeric) * 1.01)
         if not wrong and meaning.startswith("the _backward"):
-            wrong = _chain_rule(Value, title, expression, values, path)
+            wrong = _chain_rule(student, index, expression, values)
         if not wrong:
             return []
         # a missing accumulation loses contributions; a node visited twice adds one too many
         cause = "order" if meaning.startswith("accumulate") and all(too_large) else meaning
-        return ["; ".join(wrong) + "."] + _value_diagnosis(cause, xs, results)
+        return ["; ".join(wrong) + "."] + _value_diagnosis(cause, grads, results)
 
     return probe
 
 
-def _chain_rule(Value, title, expression, values, path, upstream=1.7):
+def _chain_rule(student, index, expression, values, upstream=1.7):
     """[what is wrong] when the op's _backward, run alone with out.grad = upstream, does not scale by it.
 
     backward() starts from grad 1, where a _backward that forgets to multiply by out.grad is still right.
     """
-    xs = [Value(v) for v in values]
-    out = _call(f"building {title}", path, lambda: expression(*xs))
-    out.grad = upstream
-    _call(f"_backward of {title}", path, out._backward)
+    answer = student.call("value", index=index, values=values, upstream=upstream)
+    later(answer)
     return [
-        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {x.grad:.8g}, expected "
+        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {grad:.8g}, expected "
         f"{upstream * _numeric(expression, values, i):.8g}"
-        for i, x in enumerate(xs)
-        if not math.isclose(x.grad, upstream * _numeric(expression, values, i), rel_tol=1e-5, abs_tol=1e-7)
+        for i, grad in enumerate(answer["grads"])
+        if not math.isclose(grad, upstream * _numeric(expression, values, i), rel_tol=1e-5, abs_tol=1e-7)
     ]
 
 
-def _value_diagnosis(meaning, xs, results):
+def _value_diagnosis(meaning, grads, results):
     locals_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:5])
     ops_alone_right = all(results.get(title, False) for title, *_ in VALUE_PROBES[:4])
-    if all(x.grad == 0 for x in xs) and ops_alone_right:
+    if all(grad == 0 for grad in grads) and ops_alone_right:
         return [
             "No gradient reached the inputs, though each op alone works: backward ran a Value's _backward before "
             "its consumers had given it any gradient, visiting a node before its consumers. Build a topological "
             "order of the whole graph, then call _backward in that order reversed, from the root."
         ]
-    if all(x.grad == 0 for x in xs):
+    if all(grad == 0 for grad in grads):
         return [
             "No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
             "Value it depends on, and does each op set out._backward?"
@@ -294,7 +280,7 @@ TOPO_GRAPHS = [
 ]
 
 
-def _reachable(root):
+def reachable(root):
     seen, stack = {}, [root]
     while stack:
         node = stack.pop()
@@ -304,44 +290,44 @@ def _reachable(root):
     return seen
 
 
-def _topo_probe(title, make):
-    def probe(topological_order, path, results, rng):
-        root = make()
-        with watch(topological_order.__code__) as watched:
-            order = _call("topological_order", path, lambda: topological_order(root))
-        used = engine_use_line("topological_order", watched.engine_calls)
+def _topo_probe(index):
+    def probe(student, results, rng):
+        answer = student.call("topo", index=index)
+        used = engine_use_line("topological_order", answer["engine_calls"])
         if used:
             return [used]
+        order = answer["order"]  # the nodes' names (None: not a node of the graph)
         if not isinstance(order, (list, tuple)):
             return [f"topological_order returned a {type(order).__name__}; return a list of the nodes."]
-        nodes = _reachable(root)
-        counts = {}
-        for node in order:
-            counts[id(node)] = counts.get(id(node), 0) + 1
-        missing = [n.name for key, n in nodes.items() if key not in counts]
+        if None in order:
+            return ["Your order holds something that is not a node of the graph: return the Node objects themselves."]
+        root = TOPO_GRAPHS[index][1]()
+        nodes = {node.name: node for node in reachable(root).values()}
+        counts = Counter(order)
+        missing = [name for name in nodes if name not in counts]
         if missing:
             return [
                 f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
                 f".parents all the way down), or its gradient is never passed on."
             ]
-        twice = [n.name for key, n in nodes.items() if counts[key] > 1]
+        twice = [name for name in nodes if counts[name] > 1]
         if twice:
             return [
                 f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
                 f"set of the nodes already visited): the backward walk would run its _backward twice and count "
                 f"its gradient twice."
             ]
-        position = {id(node): i for i, node in enumerate(order)}
-        for node in order:
-            for parent in node.parents:
-                if position[id(parent)] > position[id(node)]:
+        position = {name: i for i, name in enumerate(order)}
+        for name in order:
+            for parent in nodes[name].parents:
+                if position[parent.name] > position[name]:
                     return [
-                        f"In your order {node.name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
+                        f"In your order {name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
                         f"The backward walk goes through the order reversed, so it would visit {parent.name!r} "
-                        f"before its consumer {node.name!r} has added its share into {parent.name!r}'s gradient: "
+                        f"before its consumer {name!r} has added its share into {parent.name!r}'s gradient: "
                         f"put a node in the order only after all of its parents."
                     ]
-        if order[-1] is not root:
+        if order[-1] != root.name:
             return ["root must come last: every other node is one of its ancestors."]
         return []
 
@@ -362,13 +348,15 @@ UNBROADCAST_SHAPES = [
 
 
 def _unbroadcast_probe(grad_shape, shape):
-    def probe(unbroadcast, path, results, rng):
+    def probe(student, results, rng):
         grad = rng.standard_normal(grad_shape)
-        with watch(unbroadcast.__code__) as watched:
-            got = _call("unbroadcast", path, lambda: unbroadcast(grad.copy(), shape))
-        used = engine_use_line("unbroadcast", watched.engine_calls)
+        answer = student.call("unbroadcast", grad=grad, shape=shape)
+        used = engine_use_line("unbroadcast", answer["engine_calls"])
         if used:
             return [used]
+        got = answer["got"]
+        if not isinstance(got, (np.ndarray, list, tuple, float, int)):
+            return [f"unbroadcast returned a {type(got).__name__}; return a NumPy array of shape {tuple(shape)}."]
         expected = engine_unbroadcast(grad, shape)
         got_shape = np.shape(got)
         if got_shape == tuple(shape) and np.allclose(got, expected, rtol=1e-12, atol=1e-12):
@@ -449,9 +437,7 @@ TARGETS = {
     "unbroadcast": ("unbroadcast", "function"),
 }
 PROBES = {
-    "value": [
-        (title, _value_probe(title, expression, values, meaning)) for title, expression, values, meaning in VALUE_PROBES
-    ],
-    "topo": [(title, _topo_probe(title, make)) for title, make in TOPO_GRAPHS],
+    "value": [(title, _value_probe(index)) for index, (title, *_) in enumerate(VALUE_PROBES)],
+    "topo": [(title, _topo_probe(index)) for index, (title, _) in enumerate(TOPO_GRAPHS)],
     "unbroadcast": [(f"grad {g} -> shape {s}", _unbroadcast_probe(g, s)) for g, s in UNBROADCAST_SHAPES],
 }

@@ -31,6 +31,7 @@ FIX = re.compile(
 WHO = re.compile(r"^'[^']+'(?: and '[^']+')*: ")  # "'q' and 'k': ", the inputs a slip explains, kept
 NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): named at `name`, left out at `none`
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
+GENERAL = re.compile(r"^input '[^']+' \(shape [^)]*\): .*elements? (is|are) wrong")  # which elements, no why
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 
 
@@ -83,6 +84,15 @@ def _clauses(text):
             start = i + 2
     found[-1] = (found[-1][0], text[start:])
     return found
+
+
+def specific(lines):
+    """How precisely a failed case's lines say what is wrong: 2 a slip named, 1 only which elements are wrong,
+    0 only that the code raised (a shape that does not fit where another case shows the slip) or that no slip fits."""
+    text = " ".join(lines)
+    if not lines or " raised " in text or "None of the usual slips fits" in text:
+        return 0
+    return 1 if all(GENERAL.match(line) for line in lines) else 2
 
 
 def detail(line, hints):
@@ -149,16 +159,18 @@ class Report:
             self.show(line)
 
     def diagnosis(self):
-        """One line for a gradebook: the first failed case and what is wrong there, at the hint level ('' passed)."""
+        """One line for a gradebook: the most specific failed case (`specific`; the first of them) and what is wrong
+        there, at the hint level ('' passed)."""
         if self.not_checked:
             return " ".join(self.not_checked if self.hints != "none" else self.not_checked[:1])
-        failed = next((case for case in self.cases if not case.passed), None)
-        if failed is None:
+        failed = [case for case in self.cases if not case.passed]
+        if not failed:
             return ""
         if self.hints == "none":
-            return f"{failed.header}: failed"
-        explained = failed.lines[: failed.lines.index("")] if "" in failed.lines else failed.lines  # not the table
-        return f"{failed.header}: " + " ".join(line.strip() for line in self._detail(explained))
+            return f"{failed[0].header}: failed"
+        explained = [c.lines[: c.lines.index("")] if "" in c.lines else c.lines for c in failed]  # not the table
+        lines, case = max(zip(explained, failed), key=lambda pair: specific(pair[0]))  # the first of the most specific
+        return f"{case.header}: " + " ".join(line.strip() for line in self._detail(lines))
 
     def record(self, code):
         """The check as one JSON-ready dict; `code` is its exit code."""

@@ -1,10 +1,37 @@
-"""Loading a student's file, and telling them in plain words where their code went wrong."""
+"""The student's code, run in a process of its own (child.py), and telling them where it went wrong.
 
+`Student(path, source)` starts the child: `python -I -S -B` in an empty temporary working folder,
+with a HOME of its own there, and only a private copy of this tensorlab package and NumPy
+importable (never the folder the package came from: no teachers/, tests/ or other files). The
+student's source is sent to it (a private copy of their file, read once); `call` asks it to run
+a piece of the student's code (child.HANDLERS) and returns the data it sends back, within the
+time limit of the case (`time_limit`): a case past it stops the child and raises TimeLimit.
+"""
+
+import contextlib
+import os
+import pickle
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 import traceback
 import types
 from pathlib import Path
 
-from tensorlab.exercises import watch
+import numpy as np
+
+from tensorlab.exercises import child
+
+TENSORLAB = Path(__file__).resolve().parent.parent  # the tensorlab package folder
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from tensorlab.exercises.child import serve; serve(int(sys.argv[2]))"
+)
+STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
+RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
+SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
 
 
 class StudentError(Exception):
@@ -19,44 +46,212 @@ class NotWritten(StudentError):
     """A function of the student's still raises NotImplementedError: the exercise is not done yet."""
 
 
-def load(path, time_limit=None):
-    """Run the student's file as a fresh module and return it (its top level within `time_limit` seconds).
+class TimeLimit(BaseException):
+    """The student's code ran past the time limit (its process is stopped).
 
-    The source is compiled and executed directly rather than imported, so no stale bytecode
-    from an edit made within the same second can run, and no __pycache__ appears beside it.
-    What it compiles is registered with the watch as the student's own code (watch.py).
+    A BaseException, so that no `except Exception` of the checker's takes it for the student's error.
     """
-    path = Path(path)
-    try:
-        source = path.read_text()
-    except UnicodeDecodeError:
-        raise StudentError(f"{path} is not a text file of Python code (it is not valid UTF-8).") from None
-    module = types.ModuleType(f"exercise_{path.stem}")
-    module.__file__ = str(path)
-    try:
-        code = compile(source, str(path), "exec")
-    except SyntaxError as error:
-        lines = [f"{path.name}, line {error.lineno}: Python cannot read this file: {error.msg}."]
-        if error.text:
-            text = error.text.rstrip()
-            indent = len(text) - len(text.lstrip())
-            lines.append(f"    {text.strip()}")
-            if error.offset:
-                lines.append("    " + " " * max(error.offset - 1 - indent, 0) + "^")
-        lines.append("Fix the syntax there (a missing bracket, colon or indentation is typical) and check again.")
-        raise StudentError(*lines) from None
-    watch.register_student_code(code)
-    try:
-        with watch.time_limit(time_limit):
-            exec(code, module.__dict__)
-    except watch.TimeLimit:
-        raise StudentError(
-            f"Running {path.name} (before any check) did not finish within {time_limit:g} s: "
-            f"code at its top level never ends. Put your code inside the functions."
-        ) from None
-    except Exception as error:  # noqa: BLE001 (anything the student's top level raises is reported)
-        raise StudentError(*describe_exception(error, path, f"Running {path.name} (before any check)")) from None
-    return module
+
+
+class Stopped(Exception):
+    """The run ends here, with one line to print (a hung case, Ctrl-C)."""
+
+    def __init__(self, line, code):
+        super().__init__(line)
+        self.line, self.code = line, code
+
+
+class Student:
+    """The student's file, run in a child process; `call(handler, **arguments)` runs a piece of it there.
+
+    `source` is the file's text (default: read from `path` now); `echo` gets what their code prints
+    (None: dropped). Use as a context manager: the child and its folder are gone after the block.
+    """
+
+    def __init__(self, path, source=None, echo=None):
+        self.path, self.echo, self.budget, self.deadline, self.ended = str(path), echo, None, None, None
+        try:
+            source = Path(path).read_bytes() if source is None else source
+            source = source.decode() if isinstance(source, bytes) else source
+        except UnicodeDecodeError:
+            raise StudentError(f"{path} is not a text file of Python code (it is not valid UTF-8).") from None
+        self.source, self.shown, self.unshown = source, 0, 0
+
+    def __enter__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="tensorlab-check-"))
+        engine, work, home = (self.folder / name for name in ("engine", "work", "home"))
+        shutil.copytree(TENSORLAB, engine / "tensorlab", ignore=shutil.ignore_patterns("__pycache__"))
+        (engine / "numpy").symlink_to(Path(np.__file__).parent, target_is_directory=True)
+        work.mkdir()
+        home.mkdir()
+        handle, name = tempfile.mkstemp()  # what the student's code prints: it appends, this process reads
+        printed = open(name, "ab")  # handed to the child, closed below
+        self.output = open(name, "rb")  # closed in __exit__
+        os.close(handle)
+        os.unlink(name)
+        read, write = os.pipe()
+        env = dict(os.environ, HOME=str(home), TMPDIR=str(work), USERPROFILE=str(home))
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-u", "-B", "-c", BOOT, str(engine), str(write)],
+            cwd=work,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=printed,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write,),
+            start_new_session=True,  # its own process group: stopped whole, with whatever it started
+        )
+        os.close(write)
+        printed.close()
+        self.replies = os.fdopen(read, "rb", buffering=0)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop()
+        self.replies.close()
+        self._relay()
+        if self.unshown and self.echo is not None:
+            self.echo(f"\n[and {self.unshown} more bytes printed by your code, not shown]\n")
+        self.output.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def time_limit(self, seconds):
+        """Calls in the block end with TimeLimit once the student's code has run `seconds` in all (None or 0: no
+        limit); the checker's own work between the calls does not count."""
+        self.budget = seconds or None
+        try:
+            yield
+        finally:
+            self.budget = None
+
+    def load(self, time_limit=None):
+        """Run the student's file's top level (within `time_limit` seconds)."""
+        name = Path(self.path).name
+        try:
+            self.deadline = time.monotonic() + STARTUP
+            self._receive()  # the child is ready: its start does not count against the student's time
+        except (TimeLimit, EOFError):
+            raise StudentError(f"The process to run {name} in did not start (exit code {self._stop()}).") from None
+        try:
+            with self.time_limit(time_limit):
+                self.call("load", display=self.path, source=self.source)
+        except TimeLimit:
+            raise StudentError(
+                f"Running {name} (before any check) did not finish within {time_limit:g} s: "
+                f"code at its top level never ends. Put your code inside the functions."
+            ) from None
+
+    def call(self, handler, **arguments):
+        """What child.HANDLERS[handler](**arguments) returned in the child; a StudentError for what it raised."""
+        if self.ended:
+            raise StudentError(f"(not run: {self.ended})")
+        message = pickle.dumps((handler, arguments))
+        started = time.monotonic()
+        self.deadline = None if self.budget is None else started + self.budget
+        try:
+            self.process.stdin.write(child.HEADER.pack(len(message)) + message)
+            self.process.stdin.flush()
+            reply = self._receive()
+        except (TimeLimit, KeyboardInterrupt):
+            self._stop()
+            self.ended = "the student's code was stopped"
+            raise
+        except (BrokenPipeError, EOFError):
+            code = self._stop()
+            self.ended = f"the process running your code ended (exit code {code}) before it answered"
+            raise StudentError(
+                f"Your code ended the process that runs it (exit code {code}): an exit(), os._exit() or a crash "
+                f"of Python itself. Remove it, and check again."
+            ) from None
+        finally:
+            self._relay()
+            if self.budget is not None:
+                self.budget -= time.monotonic() - started
+        try:
+            answer = child.unpack(reply)
+        except Exception:  # noqa: BLE001 (whatever came down the pipe is the student's process's)
+            raise StudentError("The process running your code sent back something that is not an answer.") from None
+        if isinstance(answer, dict) and "error" in answer:
+            lines = [str(line) for line in answer["error"]]
+            raise (NotWritten if answer.get("not_written") else StudentError)(*lines)
+        return answer
+
+    def _receive(self):
+        header = self._read(child.HEADER.size)
+        (length,) = child.HEADER.unpack(header)
+        if length > child.LARGEST:
+            raise EOFError
+        return self._read(length)
+
+    def _read(self, size):
+        chunks, left = [], size
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.replies, selectors.EVENT_READ)
+            while left:
+                if self.deadline is not None and time.monotonic() > self.deadline:
+                    raise TimeLimit()
+                if not selector.select(RELAY):
+                    self._relay()  # what the student's code prints shows while it runs
+                    continue
+                chunk = self.replies.read(min(left, 1 << 20))
+                if not chunk:
+                    raise EOFError
+                chunks.append(chunk)
+                left -= len(chunk)
+        return b"".join(chunks)
+
+    def _stop(self):
+        """Stop the child (given a moment to end by itself) and everything it started; its exit code."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(0.5)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, 9)
+        return self.process.wait()
+
+    def _relay(self):
+        """Pass on what the student's code printed since the last call (up to SHOWN bytes in all)."""
+        end = self.output.seek(0, os.SEEK_END)
+        self.output.seek(self.shown)
+        text = self.output.read(max(min(end, SHOWN) - self.shown, 0))
+        self.shown, self.unshown = self.shown + len(text), max(end - SHOWN, 0)  # before a Ctrl-C can come between
+        if self.echo is not None and text:
+            self.echo(text.decode(errors="replace"))
+
+
+def later(answer):
+    """Raise what a later step of a call raised (child._later), once its earlier data has been judged."""
+    error = answer.get("later_error")
+    if error:
+        raise (NotWritten if error.get("not_written") else StudentError)(*[str(line) for line in error["error"]])
+
+
+def run_cases(cases, limit, out, student):
+    """Run `(header, run)` pairs; run() -> lines (empty: passed). Returns the number failed.
+
+    A case past the time limit or a Ctrl-C ends the whole run with Stopped and one line.
+    """
+    failed = 0
+    for header, run in cases:
+        try:
+            with student.time_limit(limit):
+                lines = run()
+        except TimeLimit:
+            raise Stopped(
+                f"{header}: STOPPED: it did not finish within {limit:g} s (a loop that never ends?). "
+                f"Fix it, or give it longer with --time-limit SECONDS.",
+                1,
+            ) from None
+        except KeyboardInterrupt:
+            raise Stopped(f"{header}: interrupted (Ctrl-C); the cases after it were not checked.", 130) from None
+        out(f"{header}: {'FAILED' if lines else 'ok'}")
+        for line in lines:
+            for part in line.splitlines() or [""]:
+                out("    " + part if part else "")
+        failed += bool(lines)
+    return failed
 
 
 def find(module, name, path, kind="class"):

@@ -1,7 +1,8 @@
-"""`python -m tensorlab.exercises assignment DIR [--wheel]`: a folder to hand to students.
+"""`python -m teachers.classroom assignment DIR [--wheel] [--gradescope]`: a folder to hand to students.
 
-It holds one stub per exercise, in the order of the course, and a README with the task and
-the command that checks each one. No solution is anywhere in it (they live in the repository's
+It holds one stub per exercise, in the order of the course, a README with the task, the file
+names to hand in and the command that checks each one, and GUIDE.md, the guide to the checker's
+messages (docs/exercises.md up to its teachers' section). No solution is anywhere in it (they live in the repository's
 teachers/solutions/, which is not part of the installed package).
 
 With --wheel it also holds a wheel of the engine, built from this checkout's tensorlab/ alone
@@ -9,38 +10,82 @@ With --wheel it also holds a wheel of the engine, built from this checkout's ten
 wheel is the whole engine: its ops keep their backwards, because the checker's references are
 the engine's own (stages.py runs its autograd, adamw is compared with tensorlab.optim.AdamW) and
 students train models with it later. docs/exercises.md, "For teachers", says what that leaves open.
+
+With --gradescope it also holds autograder.zip, a Gradescope autograder: the wheel, setup.sh
+(installs it), run_autograder (runs teachers/gradescope.py, which writes results.json) and
+settings.json (the exercises graded, the hint level, the time limit per case: edit to taste).
 """
 
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from tensorlab.exercises.catalog import EXERCISES
 
-STUBS = Path(__file__).resolve().parent / "stubs"
-SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml beside tensorlab/
+SOURCE = Path(__file__).resolve().parents[1]  # the checkout: pyproject.toml beside tensorlab/ and teachers/
+STUBS = SOURCE / "tensorlab" / "exercises" / "stubs"
 
 
-def write(folder, prog, wheel=False):
+GUIDE = SOURCE / "docs" / "exercises.md"
+GRADESCOPE = Path(__file__).resolve().parent / "gradescope.py"
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, building the autograder's image: Python 3.11 and the engine's wheel (NumPy with it).
+set -e
+apt-get update -q
+apt-get install -y -q python3.11 python3.11-venv
+python3.11 -m venv /autograder/venv
+/autograder/venv/bin/pip install -q /autograder/source/tensorlab-*.whl
+"""
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this for each submission: /autograder/submission/*.py -> /autograder/results/results.json
+exec /autograder/venv/bin/python /autograder/source/gradescope.py
+"""
+TIME_LIMIT = 5.0  # seconds per case on Gradescope, as `check` has
+
+
+def write(folder, prog, wheel=False, gradescope=False):
     """Write the students' folder; 0 when written, 1 when the wheel cannot be built, 2 when `folder` is not empty."""
     if folder.exists() and any(folder.iterdir()):
         print(f"{folder} already exists and is not empty; not writing into it. Give a new folder.", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as scratch:
-        built = build_wheel(Path(scratch)) if wheel else None
-        if wheel and built is None:
+        built = build_wheel(Path(scratch)) if wheel or gradescope else None
+        if (wheel or gradescope) and built is None:
             return 1
         folder.mkdir(parents=True, exist_ok=True)
-        if built:
+        if wheel:
             shutil.copyfile(built, folder / built.name)
+        if gradescope:
+            autograder(folder / "autograder.zip", built)
     for exercise in EXERCISES:
         shutil.copyfile(STUBS / f"{exercise.name}.py", folder / f"{exercise.name}.py")
-    (folder / "README.md").write_text(readme(prog, built.name if built else None))
-    extra = f", {built.name} (the engine to install)" if built else ""
+    guide = GUIDE.is_file()
+    if guide:  # the students' part of the guide to the messages
+        text = GUIDE.read_text()
+        (folder / "GUIDE.md").write_text(text[: text.index("## For teachers")].rstrip() + "\n")
+    (folder / "README.md").write_text(readme(prog, built.name if wheel else None, guide))
+    extra = f", {built.name} (the engine to install)" if wheel else ""
+    extra += ", GUIDE.md (the checker's messages)" if guide else ""
+    extra += ", autograder.zip (for Gradescope; not for students)" if gradescope else ""
     print(f"Wrote {folder}: {len(EXERCISES)} exercises{extra} and README.md (no solutions).")
     return 0
+
+
+def autograder(path, wheel):
+    """Gradescope's autograder zip: the wheel, setup.sh, run_autograder, gradescope.py and settings.json."""
+    settings = {"exercises": [e.name for e in EXERCISES], "hints": "fix", "time_limit": TIME_LIMIT}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.write(wheel, wheel.name)
+        bundle.write(GRADESCOPE, "gradescope.py")
+        bundle.writestr("settings.json", json.dumps(settings, indent=2) + "\n")
+        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16  # executable, as Gradescope runs them
+            bundle.writestr(info, text)
 
 
 def build_wheel(scratch):
@@ -71,7 +116,7 @@ def build_wheel(scratch):
     return wheels[0]
 
 
-def readme(prog, wheel=None):
+def readme(prog, wheel=None, guide=False):
     rows = "\n".join(
         f"| {number} | `{e.name}.py` | {e.title} | `{prog} check {e.name} {e.name}.py` |"
         for number, e in enumerate(EXERCISES, 1)
@@ -97,6 +142,10 @@ tensorlab folder):"""
 |---|------|----------------|---------------|
 {rows}
 
+Hand in each file under the name it has here (`matmul.py`, not `my_matmul.py`): a file under
+another name is not found, and is graded "not handed in". Edit the files in this folder, or copy
+one out with `{prog} stub NAME` (it writes NAME.py).
+
 The check runs your code against the analytic gradient (or the reference optimizer) in
 float64, on inputs drawn fresh on every run (the seed is printed; `--seed SEED` replays it),
 and when something is wrong it says which input, which elements, and which slip it looks
@@ -108,4 +157,8 @@ inside your backward is refused by the checker: the point is to derive it yourse
 
 Work in order: the engine track first (a scalar `Value`, the order of the backward walk,
 undoing broadcasting, a new `Function`), then the ops, up to attention and AdamW.
-"""
+""" + (
+        "\nGUIDE.md, in this folder, says what each of the checker's messages means, and what `--hints` does.\n"
+        if guide
+        else ""
+    )

@@ -1,0 +1,177 @@
+"""`python -m teachers.classroom grade SUBMISSIONS_DIR`: check a whole class into a gradebook.
+
+SUBMISSIONS_DIR holds one folder per student, named after the student, with their exercise files
+in it under the stubs' names (matmul.py, softmax.py, ...). Every exercise that some student handed
+in is graded for every student (a missing file is a row "not handed in"). Every file is read
+before the first check runs, and each check gets its file's text from that copy, so what one
+student's code does to the files on disk changes no other row. Each check runs here, in this
+process (tensorlab.exercises.runner), and the student's code in a process of its own (an empty
+working folder, its own HOME, only the engine importable), with the time limit per case: a loop
+that never ends, a crash or an exit fails that row and the grading goes on. The verdict is
+computed here from the arrays that process sends back; nothing it prints is read.
+
+Around each check the files of the submissions folder, the gradebook's folder, the working
+folder and the teachers' folders (the engine package, teachers/, NumPy's package) are listed with their
+sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED.
+The gradebook: PATH.csv, a row per student and exercise (student, exercise, status, diagnosis at
+the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exercise's status);
+PATH.md, both as Markdown tables.
+"""
+
+import csv
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.report import Report
+from tensorlab.exercises.runner import run
+from tensorlab.exercises.student import TENSORLAB
+
+COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
+STATUSES = ("passed", "failed", "not handed in", "tampered")
+
+
+def grade(folder, out, hints, time_limit):
+    """Check every student's files, write out.csv and out.md; 0 when written, 2 on a usage error."""
+    if not folder.is_dir():
+        print(f"{folder}: no such folder. Give the folder that holds one folder per student.", file=sys.stderr)
+        return 2
+    if not time_limit > 0:
+        print("grade needs a time limit per case: give --time-limit SECONDS above 0.", file=sys.stderr)
+        return 2
+    students = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    names = [e.name for e in EXERCISES if any((student / f"{e.name}.py").is_file() for student in students)]
+    if not names:
+        print(
+            f"{folder} has no student folder with an exercise file in it (alice/matmul.py, say): nothing to grade.",
+            file=sys.stderr,
+        )
+        return 2
+    handed_in = {  # read before any student's code runs
+        (student.name, name): (student / f"{name}.py").read_bytes()
+        for student in students
+        for name in names
+        if (student / f"{name}.py").is_file()
+    }
+    watched = teachers_folders(folder, out)
+    rows = [
+        row(student, name, handed_in.get((student.name, name)), hints, time_limit, watched)
+        for student in students
+        for name in names
+    ]
+    table = grid(rows, names)
+    paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, COLUMNS, paths[0])
+    write_csv(table, list(table[0]), paths[1])
+    paths[2].write_text(markdown(rows, table, hints))
+    print(f"Graded {len(students)} students on {len(names)} exercises ({', '.join(names)}): {summary(rows)}.")
+    print(f"Gradebook: {paths[0]} (a row per check), {paths[1]} (a row per student, with the score) and {paths[2]}.")
+    return 0
+
+
+def summary(rows):
+    """'3 of 5 files handed in passed; 4 not handed in; 0 tampered'."""
+    count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
+    handed_in = len(rows) - count["not handed in"]
+    return (
+        f"{count['passed']} of {handed_in} files handed in passed; {count['not handed in']} not handed in; "
+        f"{count['tampered']} tampered"
+    )
+
+
+def grid(rows, names):
+    """A row per student: the score (exercises passed), out of how many, then each exercise's status."""
+    students = list(dict.fromkeys(r["student"] for r in rows))
+    status = {(r["student"], r["exercise"]): r["status"] for r in rows}
+    return [
+        {
+            "student": student,
+            "score": sum(status[student, name] == "passed" for name in names),
+            "out of": len(names),
+            **{name: status[student, name] for name in names},
+        }
+        for student in students
+    ]
+
+
+def row(student, name, source, hints, time_limit, watched=()):
+    """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
+    if source is None:
+        return _row(student, name, "not handed in", f"there is no {name}.py in {student.name}/")
+    report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
+    before = snapshot(watched)
+    code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
+    changed = sorted(set(before.items()) ^ set(snapshot(watched).items()))
+    if changed:
+        paths = list(dict.fromkeys(path for path, _ in changed))
+        return _row(
+            student,
+            name,
+            "tampered",
+            f"TAMPERED: while {name}.py was checked, {len(paths)} files or folders outside its own folder changed "
+            f"({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): its result does not count. The other "
+            f"rows were checked from copies read before grading began.",
+        )
+    record = report.record(code)
+    return _row(student, name, "passed" if record["passed"] else "failed", record["diagnosis"], record["seed"])
+
+
+def teachers_folders(submissions, out):
+    """The folders no check may change: the submissions, the gradebook's, the working folder, the teachers', the
+    engine's and NumPy's (the student's process imports them from there)."""
+    teachers = Path(__file__).resolve().parent
+    folders = [submissions, out.parent, Path.cwd(), TENSORLAB, teachers, Path(np.__file__).parent]  # NumPy: shared
+    folders = sorted({Path(os.path.abspath(f)) for f in folders if Path(f).is_dir()})
+    return [f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders)]
+
+
+def snapshot(folders):
+    """{path: (size, modified, changed, mode)} for every file and folder under `folders`: any change shows here.
+
+    A file's change time (st_ctime) is set by the system on every write, rename or chmod, and no program can set it
+    back, so a file rewritten with its old size and modification time shows too.
+    """
+    found = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for name in [".", *dirs, *files]:
+                path = os.path.join(root, name)
+                try:
+                    stat = os.lstat(path)
+                except OSError:
+                    continue
+                found[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_mode)
+    return found
+
+
+def _row(student, name, status, diagnosis, seed=None):
+    seed = "" if seed is None else str(seed)
+    return {"student": student.name, "exercise": name, "status": status, "diagnosis": diagnosis, "seed": seed}
+
+
+def write_csv(rows, columns, path):
+    with path.open("w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def markdown(rows, table, hints):
+    """The gradebook in Markdown: the students' scores, then a row per check (a `|` in a diagnosis escaped)."""
+    return (
+        "\n".join(
+            [f"# Gradebook ({summary(rows)}; hints: {hints})", "", "## Scores", "", *_table(table), "", "## Checks", ""]
+            + _table(rows)
+        )
+        + "\n"
+    )
+
+
+def _table(rows):
+    columns = list(rows[0])
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    return lines + ["| " + " | ".join(str(r[c]).replace("|", "\\|") for c in columns) + " |" for r in rows]

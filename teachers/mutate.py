@@ -1,0 +1,359 @@
+"""Every mutant of every solution caught: wrong answers derived from teachers/solutions/ mechanically.
+
+    python -m teachers.mutate [NAME ...] [--sample N] [--seed S]      (from the checkout's root)
+
+The technique of mutmut and cosmic-ray: each mutant is a solution with one change, made by
+Python's ast in the code a student writes (a backward and its helpers; the whole of value, topo,
+unbroadcast, function and adamw_step): an operator swapped (+ -, * /, ** *, @ *), a sign
+dropped, a term dropped (a + b -> a or b), `=` for `+=`, a constant changed (+1, -1, x2), a
+sum, mean or max dropped or swapped, keepdims or the axis dropped, the axis changed, a
+transpose removed or added, a tie flipped (> >=), a math function dropped (sqrt, exp, log), a
+saved value swapped for another (self.a -> self.b), the gradients returned in another order.
+
+Each mutant runs where a student's code runs (tensorlab.exercises.student) on the exercise's
+inputs and on edge inputs (fresh seeds, zeros, ties, inputs near 1,000: logits, scores), and its
+answers are compared with the solution's. A mutant whose answers differ anywhere must be
+rejected by the checker; one that gives the solution's answers everywhere is equivalent (listed,
+with the change that left the answers alone). For each exercise it prints the mutants, how
+many differ, how many the checker rejects, how many of those its diagnosis names (a slip, not
+only which elements are wrong or that the code raised), and the equivalent ones. Exit code 1
+when a mutant that differs is accepted. --sample N checks N mutants per exercise (the test
+suite's run); without it, every mutant (minutes per exercise).
+"""
+
+import argparse
+import ast
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tensorlab.exercises import adamw_check, engine_check
+from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.report import Report, specific
+from tensorlab.exercises.runner import RUNNERS
+from tensorlab.exercises.student import Stopped, Student, StudentError
+
+SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+GIVEN = {"forward", "__init__"}  # functions the stub gives (in the op exercises): not the student's to get wrong
+SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+TIES = {ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Eq: ast.NotEq, ast.In: ast.NotIn}
+TIES[ast.NotIn] = ast.In
+REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min"}
+DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
+TIME_LIMIT = 10.0
+RTOL = 1e-9  # answers closer than this (relative to the largest) are the same up to rounding
+
+
+# ----- the mutants ---------------------------------------------------------------------------------------------
+def mutants(name):
+    """[(what changed, source)] for the solution of exercise `name`: one change each, no two alike."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    exercise = BY_NAME[name]
+    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
+    found, seen = [], {ast.unparse(ast.parse(source))}
+    count = sum(1 for _ in _sites(ast.parse(source), given))
+    for index in range(count):
+        for choice in range(len(_alternatives(*_site(ast.parse(source), given, index)))):
+            tree = ast.parse(source)
+            node, saved = _site(tree, given, index)
+            what, new = _alternatives(node, saved)[choice]
+            _replace(tree, node, new)
+            text = ast.unparse(ast.fix_missing_locations(tree))
+            if text not in seen:
+                seen.add(text)
+                found.append((f"line {node.lineno}: {what}", text))
+    return found
+
+
+def _sites(tree, given):
+    """(node, the class's saved attribute names) for every node inside the student's functions."""
+    for top in tree.body:
+        methods = [n for n in top.body if isinstance(n, ast.FunctionDef)] if isinstance(top, ast.ClassDef) else [top]
+        saved = sorted(
+            {n.attr for n in ast.walk(top) if _is_self(n) and isinstance(n.ctx, ast.Store)}
+            if isinstance(top, ast.ClassDef)
+            else set()
+        )
+        for function in methods:
+            if isinstance(function, ast.FunctionDef) and function.name not in given:
+                body = function.body[1:] if ast.get_docstring(function) else function.body
+                for statement in body:
+                    for node in ast.walk(statement):
+                        yield node, saved
+
+
+def _site(tree, given, index):
+    for i, site in enumerate(_sites(tree, given)):
+        if i == index:
+            return site
+    raise IndexError(index)
+
+
+def _is_self(node):
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _alternatives(node, saved):
+    """[(what, replacement node)] for one node."""
+    out = []
+    if isinstance(node, ast.BinOp):
+        op = type(node.op)
+        if op in SWAPS:
+            out.append((f"{_op(op)} -> {_op(SWAPS[op])}", ast.BinOp(node.left, SWAPS[op](), node.right)))
+        if op is ast.MatMult:
+            out.append(("@ -> *", ast.BinOp(node.left, ast.Mult(), node.right)))
+            for side in ("left", "right"):
+                flipped = ast.BinOp(node.left, ast.MatMult(), node.right)
+                setattr(flipped, side, _call(getattr(node, side), "swapaxes", -1, -2))
+                out.append((f"a transpose added to the {side} factor of @", flipped))
+        if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
+            out += [(f"a term dropped: {ast.unparse(node)} -> {ast.unparse(t)}", t) for t in (node.left, node.right)]
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        out.append(("a minus sign dropped", node.operand))
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+        out.append((f"= for {_op(type(node.op))}=", ast.Assign([node.target], node.value)))
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        for new in {node.value + 1, node.value - 1, node.value * 2} - {node.value}:
+            out.append((f"the constant {node.value!r} -> {new!r}", ast.Constant(new)))
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in TIES:
+        new = TIES[type(node.ops[0])]
+        out.append((f"{_op(type(node.ops[0]))} -> {_op(new)}", ast.Compare(node.left, [new()], node.comparators)))
+    elif isinstance(node, ast.Attribute) and node.attr == "T":
+        out.append(("a transpose removed (.T)", node.value))
+    elif _is_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
+        for other in saved:
+            if other != node.attr:
+                out.append((f"self.{node.attr} -> self.{other}", ast.Attribute(node.value, other, ast.Load())))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        out += _call_alternatives(node)
+    elif isinstance(node, ast.If):
+        out.append(("the condition negated", ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)))
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        out.append((f"a statement dropped: {ast.unparse(node)}", ast.Pass()))
+        call = node.value
+        if ast.unparse(call.func) == "np.add.at" and len(call.args) == 3:  # = for +=, with repeated indices
+            target = ast.Subscript(call.args[0], call.args[1], ast.Store())
+            out.append(("np.add.at(a, i, v) -> a[i] = v", ast.Assign([target], call.args[2])))
+    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > 1:
+        out.append(("the returned values in reverse order", ast.Return(ast.Tuple(node.value.elts[::-1], ast.Load()))))
+    return out
+
+
+def _call_alternatives(node):
+    attr, out = node.func.attr, []
+    on_numpy = isinstance(node.func.value, ast.Name) and node.func.value.id == "np"
+    target = node.args[0] if on_numpy and node.args else node.func.value
+    if attr == "pop" and not node.args:
+        out.append(("pop() -> pop(0)", ast.Call(node.func, [ast.Constant(0)], [])))
+    if attr in REDUCTIONS or attr in ("swapaxes", "transpose") or attr in DROPPABLE:
+        out.append((f".{attr}(...) dropped", target))
+    if attr in REDUCTIONS:
+        swapped = ast.Call(ast.Attribute(node.func.value, REDUCTIONS[attr], ast.Load()), node.args, node.keywords)
+        out.append((f"{attr} -> {REDUCTIONS[attr]}", swapped))
+    for i, keyword in enumerate(node.keywords):
+        others = node.keywords[:i] + node.keywords[i + 1 :]
+        out.append((f"{keyword.arg}= dropped", ast.Call(node.func, node.args, others)))
+        if keyword.arg == "axis":
+            for axis in (0, -1):
+                changed = ast.keyword("axis", ast.Constant(axis))
+                out.append((f"axis -> {axis}", ast.Call(node.func, node.args, [*others[:i], changed, *others[i:]])))
+    return out
+
+
+def _call(value, method, *args):
+    return ast.Call(ast.Attribute(value, method, ast.Load()), [ast.Constant(a) for a in args], [])
+
+
+def _op(op):
+    return {
+        ast.Add: "+",
+        ast.Sub: "-",
+        ast.Mult: "*",
+        ast.Div: "/",
+        ast.Pow: "**",
+        ast.Gt: ">",
+        ast.GtE: ">=",
+        ast.Lt: "<",
+        ast.LtE: "<=",
+        ast.Eq: "==",
+        ast.NotEq: "!=",
+        ast.In: "in",
+        ast.NotIn: "not in",
+    }[op]
+
+
+def _replace(tree, old, new):
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return
+            if isinstance(value, list) and any(v is old for v in value):
+                value[[i for i, v in enumerate(value) if v is old][0]] = new
+                return
+    raise ValueError("node not in tree")
+
+
+# ----- the answers compared --------------------------------------------------------------------------------------
+def requests(exercise, seed):
+    """[(handler, arguments)]: what each mutant and the solution answer, edge inputs included."""
+    rng = np.random.default_rng(seed)
+    if exercise.kind == "gradient":
+        found = []
+        for case in exercise.cases:
+            for edge in (None, None, "zeros", "ties", "near 1000"):
+                inputs = [_edge(x, edge) for x in case.make(rng)]
+                with np.errstate(all="ignore"):
+                    shape = np.shape(case.reference(*inputs, **case.settings))
+                gy = np.asarray(rng.standard_normal(shape))
+                found.append(("op", dict(cls=case.cls, settings=case.settings, inputs=inputs, gy=gy)))
+        return found
+    if exercise.name == "value":
+        values = [[v + rng.uniform(-0.1, 0.1) for v in start] for _, _, start, _ in engine_check.VALUE_PROBES]
+        return [("value", dict(index=i, values=v, upstream=u)) for i, v in enumerate(values) for u in (None, 1.7)]
+    if exercise.name == "topo":
+        return [("topo", dict(index=i)) for i in range(len(engine_check.TOPO_GRAPHS))]
+    if exercise.name == "unbroadcast":
+        shapes = engine_check.UNBROADCAST_SHAPES
+        return [("unbroadcast", dict(grad=rng.standard_normal(g), shape=s)) for g, s in shapes]
+    shape = adamw_check.SHAPE
+    return [
+        ("adamw", dict(param=rng.standard_normal(shape), grad=g, m=rng.standard_normal(shape) * 0.1,
+                       v=rng.random(shape) * 0.1, t=t, settings=settings))
+        for settings in adamw_check.CASES
+        for t in (1, 2, 3)
+        for g in (rng.standard_normal(shape), np.zeros(shape))
+    ]  # fmt: skip
+
+
+def _edge(x, edge):
+    if x.dtype.kind != "f" or edge is None:
+        return x
+    if edge == "zeros":
+        return np.zeros_like(x)
+    if edge == "ties":
+        return np.round(x)  # repeated values, and zeros
+    return x * 3 + 1000  # logits and scores near 1,000
+
+
+def answers(student, asked):
+    """What the student's process answers to each request: its data, or that it raised."""
+    found = []
+    for handler, arguments in asked:
+        try:
+            answer = student.call(handler, **arguments)
+        except (StudentError, Stopped):
+            answer = "raised"
+        if isinstance(answer, dict):
+            answer.pop("locals", None)
+            answer.pop("shown", None)
+            if "later_error" in answer:
+                answer["later_error"] = "raised"
+            if handler == "topo":
+                answer = _valid_order(answer["order"], arguments["index"])
+        found.append(answer)
+    return found
+
+
+def _valid_order(order, index):
+    """Whether `order` (names) is a topological order of the probe's graph: each node once, after its parents."""
+    root = engine_check.TOPO_GRAPHS[index][1]()
+    nodes = {n.name: n for n in engine_check.reachable(root).values()}
+    if not isinstance(order, list | tuple) or sorted(map(str, order)) != sorted(nodes) or order[-1] != root.name:
+        return False
+    position = {name: i for i, name in enumerate(order)}
+    return all(position[p.name] < position[n] for n in order for p in nodes[n].parents)
+
+
+def same(a, b):
+    """The mutant's answer `a` is the solution's `b`, up to rounding."""
+    if isinstance(b, np.ndarray) or isinstance(a, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+            return False
+        if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+            return a.dtype == b.dtype and np.array_equal(a, b)
+        scale = float(np.abs(np.where(np.isfinite(b), b, 0)).max(initial=0))
+        with np.errstate(all="ignore"):
+            return bool(np.allclose(a, b, rtol=RTOL, atol=RTOL * scale, equal_nan=True))
+    if isinstance(b, dict):
+        return isinstance(a, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in b)
+    if isinstance(b, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(b, float) and isinstance(a, float):
+        return a == b or (np.isnan(a) and np.isnan(b)) or abs(a - b) <= RTOL * max(abs(b), 1.0)
+    return type(a) is type(b) and a == b
+
+
+# ----- the run --------------------------------------------------------------------------------------------------
+def judge(exercise, source, asked, reference, seed):
+    """(differs, rejected, named) for one mutant's source."""
+    report = Report(exercise, f"{exercise.name}.py", "fix", show=None)
+    with Student(f"{exercise.name}.py", source) as student:
+        try:
+            passed = RUNNERS[exercise.kind].check(exercise, student, out=report, time_limit=TIME_LIMIT, seed=seed)
+        except StudentError as error:
+            passed = False
+            report.cannot_check(error.lines)
+        except Stopped as stop:
+            passed = False
+            report.stopped(stop.line)
+        given = answers(student, asked)
+    differs = not all(same(a, b) for a, b in zip(given, reference))
+    failed = [case.lines for case in report.cases if not case.passed]
+    named = any(specific([line for line in lines if line]) == 2 for lines in failed)
+    return differs, not passed, named
+
+
+def run(names, sample=None, seed=0, out=print):
+    """Check the mutants of each exercise; {name: counts}, and the lines of what slipped through."""
+    counts, slipped = {}, []
+    for name in names:
+        exercise = BY_NAME[name]
+        found = mutants(name)
+        chosen = range(len(found))
+        if sample:
+            chosen = sorted(random.Random(f"{seed}{name}").sample(chosen, min(sample, len(found))))
+        asked = requests(exercise, seed)
+        with Student(f"{name}.py", (SOLUTIONS / f"{name}.py").read_text()) as student:
+            student.load()
+            reference = answers(student, asked)
+        tally = dict(mutants=len(found), checked=0, differ=0, rejected=0, named=0, equivalent=0)
+        equivalent = []
+        for i in chosen:
+            what, source = found[i]
+            differs, rejected, named = judge(exercise, source, asked, reference, seed + i)
+            tally["checked"] += 1
+            tally["differ"] += differs
+            tally["rejected"] += rejected
+            tally["named"] += rejected and named
+            if not differs:
+                tally["equivalent"] += 1
+                equivalent.append(f"{what}{' (rejected all the same)' if rejected else ''}")
+            elif not rejected:
+                slipped.append(f"{name}: {what}")
+        counts[name] = tally
+        out(
+            f"{name:<17} {tally['mutants']:>4} mutants, {tally['checked']:>4} checked: {tally['differ']:>4} differ, "
+            f"{tally['rejected']:>4} rejected ({tally['named']} named), {tally['equivalent']} equivalent"
+        )
+        for line in equivalent:
+            out(f"    equivalent (the solution's answers on every input tried): {line}")
+    for line in slipped:
+        out(f"ACCEPTED, though its answers differ: {line}")
+    return counts, slipped
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
+    parser.add_argument("--sample", type=int, help="check N mutants of each exercise, drawn from --seed")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    _, slipped = run(args.names or [e.name for e in EXERCISES], args.sample, args.seed)
+    return 1 if slipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

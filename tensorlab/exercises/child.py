@@ -1,0 +1,303 @@
+"""The student's side of a check: a child process that runs the student's code and answers with data.
+
+The checker (the parent, student.py) starts `python -I -S` in an empty working folder with a
+HOME of its own, and only a private copy of this package and NumPy importable. It sends
+requests on stdin (pickles: from the parent, never read by it); each names a function of
+HANDLERS and its arguments, runs the student's code, and sends back plain data: numbers,
+strings, lists, tuples and NumPy arrays, as one .npz (`pack`), read by the parent without
+pickle (`unpack`). The parent computes every verdict from that data: what this process prints,
+returns or forges can make a check fail, never pass, unless it holds the right numbers.
+
+What the student's code raises becomes {"error": lines, "not_written": bool}, the lines naming
+the student's file and line (student.describe_exception).
+"""
+
+import io
+import json
+import linecache
+import math
+import os
+import pickle
+import struct
+import sys
+import types
+import zipfile
+
+import numpy as np
+
+HEADER = struct.Struct("<Q")  # the length of each message in bytes
+LARGEST = 256 * 2**20  # a reply larger than this is refused (a student's code could send anything)
+
+
+# ----- the messages --------------------------------------------------------------------------------------------
+def pack(value):
+    """`value` (dicts, lists, tuples, numbers, strings, arrays; any other object by its type's name) as .npz bytes."""
+    arrays = {}
+
+    def tree(v):
+        if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+            v = np.asarray(v)  # a NumPy scalar (a sum over all axes) stays NumPy's: a 0-d array
+        if isinstance(v, np.ndarray) and v.dtype.kind in "biufc":
+            arrays[f"a{len(arrays)}"] = v
+            return {"array": f"a{len(arrays) - 1}"}
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, (list, tuple)):
+            return {"list" if isinstance(v, list) else "tuple": [tree(x) for x in v]}
+        if isinstance(v, dict):
+            return {"dict": {str(k): tree(x) for k, x in v.items()}}
+        return {"object": type(v).__name__}
+
+    buffer = io.BytesIO()
+    np.savez(buffer, tree=np.array(json.dumps(tree(value))), **arrays)
+    return buffer.getvalue()
+
+
+def unpack(data):
+    """What `pack` wrote, read without pickle; an object not sent is an instance of an empty class of its name."""
+    with zipfile.ZipFile(io.BytesIO(data)) as bundle:  # a zip member is read up to its stated size, at most
+        if sum(member.file_size for member in bundle.infolist()) > LARGEST:
+            raise ValueError("too large")
+    files = np.load(io.BytesIO(data), allow_pickle=False)
+
+    def value(v):
+        if not isinstance(v, dict):
+            return v
+        (kind, x), *_ = v.items()
+        if kind == "array":
+            return files[x]
+        if kind in ("list", "tuple"):
+            return (list if kind == "list" else tuple)(value(i) for i in x)
+        if kind == "dict":
+            return {k: value(i) for k, i in x.items()}
+        return type(str(x), (), {})()
+
+    return value(json.loads(str(files["tree"][()])))
+
+
+def send(stream, data):
+    stream.write(HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def receive(stream):
+    """One message from a binary stream; None at its end."""
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        return None
+    (length,) = HEADER.unpack(header)
+    return stream.read(length)
+
+
+# ----- the child -------------------------------------------------------------------------------------------------
+def serve(replies_fd):
+    """Answer requests from stdin until it closes."""
+    replies = os.fdopen(replies_fd, "wb", closefd=False)
+    requests = sys.stdin.buffer
+    sys.stdin = io.StringIO("")  # the student's code reads nothing the checker sends
+    from tensorlab.exercises import engine_check, student, watch  # noqa: F401 (their import is no case's time)
+    from tensorlab.tensor import Tensor  # noqa: F401
+
+    watch._engine_code()  # the engine's fingerprints, once, before any case's time limit runs
+    send(replies, pack({}))  # ready
+    while (message := receive(requests)) is not None:
+        name, arguments = pickle.loads(message)
+        try:
+            answer = HANDLERS[name](**arguments)
+        except Exception as error:  # noqa: BLE001 (a StudentError, or anything the student's code raised)
+            answer = _error(error, name)
+        send(replies, pack(answer))
+
+
+def _error(error, what):
+    from tensorlab.exercises.student import NotWritten, StudentError, describe_exception
+
+    if isinstance(error, StudentError):
+        return {"error": error.lines, "not_written": isinstance(error, NotWritten)}
+    return {"error": describe_exception(error, _student.path, f"Your code ({what})"), "not_written": False}
+
+
+class _Student:
+    module = None
+    path = "?"
+
+
+_student = _Student()
+
+
+def _load(display, source):
+    """Run the student's source as a fresh module, its functions reported at `display` (their file's path)."""
+    from tensorlab.exercises import watch
+    from tensorlab.exercises.student import StudentError, describe_exception
+
+    _student.path = display
+    name = os.path.basename(display)
+    module = types.ModuleType(f"exercise_{os.path.splitext(name)[0]}")
+    module.__file__ = os.path.abspath(name)  # the private copy, in this process's own folder
+    try:
+        code = compile(source, display, "exec")
+    except SyntaxError as error:
+        lines = [f"{name}, line {error.lineno}: Python cannot read this file: {error.msg}."]
+        if error.text:
+            text = error.text.rstrip()
+            indent = len(text) - len(text.lstrip())
+            lines.append(f"    {text.strip()}")
+            if error.offset:
+                lines.append("    " + " " * max(error.offset - 1 - indent, 0) + "^")
+        lines.append("Fix the syntax there (a missing bracket, colon or indentation is typical) and check again.")
+        raise StudentError(*lines) from None
+    linecache.cache[display] = (len(source), None, source.splitlines(True), display)  # its lines, for tracebacks
+    watch.register_student_code(code)
+    try:
+        exec(code, module.__dict__)
+    except Exception as error:  # noqa: BLE001 (anything the student's top level raises is reported)
+        raise StudentError(*describe_exception(error, display, f"Running {name} (before any check)")) from None
+    _student.module = module
+    return {}
+
+
+def _find(name, kind):
+    from tensorlab.exercises.student import find
+
+    find(_student.module, name, _student.path, kind)
+    return {}
+
+
+def _target(name):
+    return getattr(_student.module, name)
+
+
+def _call(what, call):
+    """call(), with what it raises turned into a StudentError naming the student's line."""
+    from tensorlab.exercises.student import NotWritten, StudentError, describe_exception, raising_function
+
+    try:
+        return call()
+    except NotImplementedError as error:
+        raise NotWritten(
+            *describe_exception(error, _student.path, raising_function(error, _student.path) or what)
+        ) from None
+    except RecursionError as error:
+        raise StudentError(*describe_exception(error, _student.path, what), RECURSION) from None
+    except Exception as error:  # noqa: BLE001 (whatever the student's code raises is reported)
+        raise StudentError(*describe_exception(error, _student.path, what)) from None
+
+
+RECURSION = (
+    "Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
+    "(a list of nodes still to visit) instead of recursing."
+)
+
+
+def _later(call):
+    """{} when call() raises nothing, else {"error": ...}: a step after one whose data is sent anyway."""
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001
+        return {"later_error": _error(error, "")}
+    return {}
+
+
+def _watched(function, call):
+    """(what call() returned, the watch): the calls it made into the engine, the function's locals."""
+    from tensorlab.exercises.watch import watch
+
+    with watch(getattr(function, "__code__", None)) as watched:
+        result = call()
+    return result, watched
+
+
+def _op(cls, settings, inputs, gy, engine=False):
+    """The student's op on a fresh instance: forward, then backward(gy) watched (or both through the engine)."""
+    op_class = _target(cls)
+    args = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+    if engine:
+        from tensorlab.tensor import Tensor
+
+        tensors = [Tensor(x.copy(), requires_grad=x.dtype.kind == "f") for x in inputs]
+        _call(f"running {cls} through the engine", lambda: op_class(**settings)(*tensors).backward(gy.copy()))
+        return {"grads": [np.zeros(t.shape) if t.grad is None else np.asarray(t.grad) for t in tensors]}
+    op = _call(f"{cls}({args})", lambda: op_class(**settings))
+    y = _call(f"{cls}.forward", lambda: op.forward(*[x.copy() for x in inputs]))
+    given = gy.copy()
+    answer = {"y": y}
+
+    def backward():
+        grads, watched = _watched(type(op).backward, lambda: _call(f"{cls}.backward", lambda: op.backward(given)))
+        answer.update(
+            grads=grads,
+            locals=watched.locals,
+            engine_calls=watched.engine_calls,
+            forwards=watched.calls(type(op).forward),
+            gy_changed=not np.array_equal(given, gy),
+        )
+
+    return answer | _later(backward)
+
+
+def _value(index, values, upstream=None):
+    """A value probe: the expression on the student's Values; its data, then the inputs' grads after backward()
+    (or, with `upstream`, after the output's own _backward alone with out.grad = upstream)."""
+    from tensorlab.exercises.engine_check import VALUE_PROBES
+
+    title, expression, _, _ = VALUE_PROBES[index]
+    value = _target("Value")
+    xs = _call(f"Value(...) for the inputs of {title}", lambda: [value(v) for v in values])
+    out = _call(f"building {title}", lambda: expression(*xs))
+    data = getattr(out, "data", None)
+    answer = {"data": _number(data), "shown": repr(data if hasattr(out, "data") else out)}
+
+    def backward():
+        if upstream is None:
+            _call(f"backward() of {title}", out.backward)
+        else:
+            out.grad = upstream
+            _call(f"_backward of {title}", out._backward)
+        answer["grads"] = [_number(getattr(x, "grad", None)) for x in xs]
+
+    return answer | _later(backward)
+
+
+def _number(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def _topo(index):
+    """A topo probe: the student's order of the graph, each node by its name (None: not one of the graph's nodes)."""
+    from tensorlab.exercises.engine_check import TOPO_GRAPHS, reachable
+
+    root = TOPO_GRAPHS[index][1]()
+    function = _target("topological_order")
+    order, watched = _watched(function, lambda: _call("topological_order", lambda: function(root)))
+    if not isinstance(order, (list, tuple)):
+        return {"engine_calls": watched.engine_calls, "order": order}
+    nodes = reachable(root)
+    return {"engine_calls": watched.engine_calls, "order": [getattr(nodes.get(id(n)), "name", None) for n in order]}
+
+
+def _unbroadcast(grad, shape):
+    function = _target("unbroadcast")
+    got, watched = _watched(function, lambda: _call("unbroadcast", lambda: function(grad.copy(), shape)))
+    return {"engine_calls": watched.engine_calls, "got": got}
+
+
+def _adamw(param, grad, m, v, t, settings):
+    function = _target("adamw_step")
+    result, watched = _watched(
+        function, lambda: _call(f"adamw_step at step {t}", lambda: function(param, grad, m, v, t, **settings))
+    )
+    return {"engine_calls": watched.engine_calls, "result": result}
+
+
+HANDLERS = {
+    "load": _load,
+    "find": _find,
+    "op": _op,
+    "value": _value,
+    "topo": _topo,
+    "unbroadcast": _unbroadcast,
+    "adamw": _adamw,
+}

@@ -1,0 +1,52 @@
+"""Checking one file: the student's code in a process of its own (student.Student), the verdict here.
+
+`check_file` runs the exercise's checker (check.py, engine_check.py or adamw_check.py) and says
+whether the file passed; `run` does the same into a report.Report and returns the exit code of
+`check`, for the command line, the teachers' `grade` and Gradescope's autograder alike.
+"""
+
+import traceback
+from pathlib import Path
+
+from tensorlab.exercises import adamw_check, check, engine_check
+from tensorlab.exercises.student import Stopped, Student, StudentError
+
+RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
+
+
+def run(exercise, path, time_limit, seed, report, source=None, echo=None):
+    """Check the file at `path` (its text or bytes `source`, default: read it now) into `report`; the exit code.
+
+    The student's code runs in a process of its own (student.Student); `echo` gets what it prints.
+    """
+    report(f"Exercise {exercise.name!r}: {exercise.title}")
+    try:
+        passed = check_file(exercise, path, report, time_limit, seed, source, echo)
+    except Stopped as stop:
+        report.stopped(stop.line)
+        return stop.code
+    except KeyboardInterrupt:
+        report("Interrupted (Ctrl-C) before any case ran.")
+        return 130
+    except StudentError as error:
+        report.cannot_check(error.lines)
+        return 1
+    except Exception as error:  # noqa: BLE001 (a fault of the checker's own: still one record, and the file fails)
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        report.cannot_check(
+            [
+                f"The checker itself failed ({type(error).__name__}: {error}, at line {where.lineno} of "
+                f"{Path(where.filename).name}): not a fault of your file. Tell your teacher."
+            ]
+        )
+        return 1
+    return 0 if passed else 1
+
+
+def check_file(exercise, path, out=print, time_limit=None, seed=None, source=None, echo=None):
+    """True when the file passes every case; its report line by line to `out`.
+
+    Raises StudentError when the file cannot be checked, Stopped when a case ran out of time.
+    """
+    with Student(path, source, echo) as student:
+        return RUNNERS[exercise.kind].check(exercise, student, out=out, time_limit=time_limit, seed=seed)

@@ -1,0 +1,232 @@
+"""A verdict no submission can reach (issue 31): the hostile files of a class, each planted and graded.
+
+Each is graded through the command line (`python -m teachers.classroom grade`, as a teacher runs
+it) and read back from the gradebook's CSV. Before the student's code ran in a process of its own,
+each of these passed or did its damage: the repository's root was on the check's import path, the
+check ran with the grader's HOME and working folder, read the verdict from the student's process,
+and graded each file where it lay on disk.
+"""
+
+import contextlib
+import csv
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from teachers import classroom
+from tensorlab.exercises.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "teachers" / "solutions"
+WRONG_MUL = ("return unbroadcast(gy * self.b, self.a.shape)", "return gy * self.b")  # a slip, no sum
+
+
+def grade_class(submissions, out, *options):
+    """The gradebook's rows (student, exercise) -> row, and what grade printed on stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = classroom.main(["grade", str(submissions), "--out", str(out), "--time-limit", "5", *options])
+    assert code == 0, err.getvalue()
+    with open(f"{out}.csv", newline="") as file:
+        return {(r["student"], r["exercise"]): r for r in csv.DictReader(file)}
+
+
+def hand_in(submissions, student, name, source):
+    (submissions / student).mkdir(parents=True, exist_ok=True)
+    (submissions / student / f"{name}.py").write_text(source)
+
+
+def solution(name):
+    return (SOLUTIONS / f"{name}.py").read_text()
+
+
+@pytest.fixture
+def teacher(tmp_path, monkeypatch):
+    """A teacher's working folder (the current one), with a HOME of their own: (working folder, HOME)."""
+    work, home = tmp_path / "teacher", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    (work / "notes.txt").write_text("the teacher's notes")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+    return work, home
+
+
+def test_importing_the_teachers_solution_fails_even_graded_from_the_checkout(tmp_path, monkeypatch):
+    """`from teachers.solutions.softmax import Softmax`: the checkout is not importable where the student's code is."""
+    monkeypatch.chdir(ROOT)  # the teacher grades from the checkout, teachers/ beside them
+    submissions = tmp_path / "submissions"
+    hand_in(submissions, "mallory", "softmax", "from teachers.solutions.softmax import Softmax  # noqa: F401\n")
+    hand_in(
+        submissions,
+        "mallory",
+        "matmul",
+        "import sys\nsys.path.insert(0, '.')\nfrom teachers.solutions.matmul import *\n",
+    )
+    hand_in(submissions, "alice", "softmax", solution("softmax"))
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert rows["alice", "softmax"]["status"] == "passed"  # the right answer still passes
+    for name in ("softmax", "matmul"):
+        row = rows["mallory", name]
+        assert row["status"] == "failed" and "No module named 'teachers'" in row["diagnosis"], row
+
+
+def test_a_file_that_rewrites_a_classmates_file_is_tampered_and_the_classmate_graded_on_their_own(tmp_path, teacher):
+    submissions = tmp_path / "submissions"
+    victim = submissions / "zed" / "mul.py"
+    hand_in(submissions, "zed", "mul", solution("mul").replace(*WRONG_MUL))
+    right = solution("mul")
+    hand_in(
+        submissions,
+        "amy",  # graded before zed
+        "mul",
+        f"from pathlib import Path\nPath({str(victim)!r}).write_text({right!r})\n{right}",
+    )
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert victim.read_text() == right  # the write succeeded: the student's code runs with the grader's rights
+    assert rows["amy", "mul"]["status"] == "tampered" and rows["amy", "mul"]["diagnosis"].startswith("TAMPERED: ")
+    assert str(victim) in rows["amy", "mul"]["diagnosis"]
+    assert rows["zed", "mul"]["status"] == "failed", rows  # graded on the file zed handed in
+
+
+def test_deleting_a_file_of_the_teachers_working_folder_or_writing_the_gradebooks_is_tampered(tmp_path, teacher):
+    work, _ = teacher
+    submissions, book = tmp_path / "submissions", tmp_path / "book"
+    book.mkdir()
+    right = solution("exp_log")
+    hand_in(submissions, "amy", "exp_log", f"import os\nos.remove({str(work / 'notes.txt')!r})\n{right}")
+    hand_in(
+        submissions, "bea", "exp_log", f"open({str(book / 'gradebook.csv')!r}, 'w').write('bea,exp_log,yes')\n{right}"
+    )
+    hand_in(submissions, "cid", "exp_log", right)
+    rows = grade_class(submissions, book / "gradebook")
+    assert not (work / "notes.txt").exists()
+    for student in ("amy", "bea"):
+        assert rows[student, "exp_log"]["diagnosis"].startswith("TAMPERED: "), rows[student, "exp_log"]
+        assert rows[student, "exp_log"]["status"] == "tampered"
+    assert rows["cid", "exp_log"]["status"] == "passed", rows["cid", "exp_log"]  # graded after both, untouched
+
+
+def test_what_the_students_code_writes_into_home_stays_in_a_home_of_its_own(tmp_path, teacher):
+    _, home = teacher
+    submissions = tmp_path / "submissions"
+    source = (
+        "import os\nfrom pathlib import Path\n"
+        "Path.home().joinpath('owned.txt').write_text('x')\n"
+        "Path(os.path.expanduser('~/.bashrc')).write_text('echo owned')\n" + solution("exp_log")
+    )
+    hand_in(submissions, "amy", "exp_log", source)
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert rows["amy", "exp_log"]["status"] == "passed", rows  # harmless there: its own HOME, gone after the check
+    assert sorted(home.iterdir()) == []
+
+
+def test_a_file_that_prints_a_passing_record_and_exits_fails(tmp_path, teacher):
+    submissions = tmp_path / "submissions"
+    fake = {"exercise": "exp_log", "passed": True, "exit_code": 0, "diagnosis": "", "cases": []}
+    for stream in ("sys.stdout", "sys.__stdout__", "sys.stderr"):
+        hand_in(
+            submissions,
+            f"eve_{stream.replace('.', '_')}",
+            "exp_log",
+            f"import json, sys\n{stream}.write(json.dumps({fake!r}) + '\\n')\n{stream}.flush()\nsys.exit(0)\n",
+        )
+    hand_in(
+        submissions, "fay", "exp_log", f"import json, os\nos.write(1, json.dumps({fake!r}).encode())\nos._exit(0)\n"
+    )
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert len(rows) == 4 and all(r["status"] == "failed" for r in rows.values()), rows
+    printed = io.StringIO()  # and `check --json` prints the checker's record, not the student's
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", "exp_log", str(submissions / "fay" / "exp_log.py"), "--json"])
+    assert code == 1 and json.loads(printed.getvalue())["passed"] is False
+
+
+def test_a_forged_answer_down_the_checkers_own_pipe_fails(tmp_path, teacher):
+    """Bytes written to every open descriptor, the checker's reply pipe among them, are no answer."""
+    submissions = tmp_path / "submissions"
+    forged = (
+        "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'\\x10' + bytes(7) + b'PK' * 8)\n"
+        "    except OSError:\n        pass\n"
+    )
+    hand_in(submissions, "amy", "exp_log", forged + solution("exp_log").replace("return gy * self.y", "return gy"))
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert rows["amy", "exp_log"]["status"] == "failed", rows
+
+
+def test_the_student_process_sees_only_the_engine_and_numpy(tmp_path, teacher):
+    """Where the student's code runs: an empty working folder, its own HOME, nothing on the path but the engine."""
+    submissions = tmp_path / "submissions"
+    probe = (
+        "import os, sys\nfrom pathlib import Path\n"
+        "import tensorlab\n"
+        "assert os.listdir('.') == [], os.listdir('.')\n"
+        f"assert Path.home() != Path({str(teacher[1])!r})\n"
+        "for name in ('teachers', 'tests', 'torch', 'models'):\n"
+        "    try:\n        __import__(name)\n    except ImportError:\n        pass\n"
+        "    else:\n        raise AssertionError(name + ' is importable')\n"
+        "assert not (Path(tensorlab.__file__).parents[1] / 'teachers').exists()\n"
+    )
+    hand_in(submissions, "amy", "exp_log", probe + solution("exp_log"))
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert rows["amy", "exp_log"]["status"] == "passed", rows["amy", "exp_log"]["diagnosis"]
+
+
+def test_the_students_process_is_gone_after_its_check(tmp_path, teacher):
+    """A process the student's code starts is stopped with it: nothing runs on after the check to change files."""
+    submissions = tmp_path / "submissions"
+    marker = tmp_path / "later.txt"
+    later = f"import time; time.sleep(2); open({str(marker)!r}, 'w').write('x')"
+    source = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {later!r}])\n" + solution("exp_log")
+    hand_in(submissions, "amy", "exp_log", source)
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert rows["amy", "exp_log"]["status"] == "passed", rows  # it started, and the check went on
+    time.sleep(4)
+    assert not marker.exists()
+
+
+# ----- no crash reaches the student ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "old", "raising", "where"),
+    [
+        ("value", "        self.grad = 0.0\n", "        self.grad = 1 / 0", "in __init__"),  # the constructor
+        ("softmax", "import numpy as np\n", "import no_such_module", "in <module>"),  # an import
+        ("matmul", "        self.a, self.b = a, b\n", "        raise KeyError('a')", "in forward"),
+        ("adamw", "import numpy as np\n", "np.frobnicate()", "in <module>"),
+    ],
+)
+def test_a_student_constructor_or_import_that_raises_is_one_line_naming_their_file_and_line(
+    tmp_path, name, old, raising, where
+):
+    source = solution(name)
+    assert old in source, f"teachers/solutions/{name}.py no longer holds {old!r}"
+    source = source.replace(old, old + raising + "\n", 1)
+    (tmp_path / f"{name}.py").write_text(source)
+    line = source.splitlines().index(raising) + 1
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", name, str(tmp_path / f"{name}.py"), "--json"])
+    record = json.loads(printed.getvalue())  # a record, not a traceback
+    assert code == 1 and record["passed"] is False and record["exit_code"] == 1
+    diagnosis = record["diagnosis"]
+    assert "\n" not in diagnosis and f"at line {line} of {name}.py, {where}:" in diagnosis, diagnosis
+    assert "Traceback" not in diagnosis and "tensorlab/exercises" not in diagnosis, diagnosis
+
+
+def test_a_fault_of_the_checkers_own_is_still_one_record(tmp_path, monkeypatch):
+    from tensorlab.exercises import check, runner
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setitem(runner.RUNNERS, "gradient", type("Broken", (), {"check": staticmethod(broken)}))
+    (tmp_path / "exp_log.py").write_text(solution("exp_log"))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", "exp_log", str(tmp_path / "exp_log.py"), "--json"])
+    record = json.loads(printed.getvalue())
+    assert code == 1 and record["passed"] is False and runner.RUNNERS["gradient"] is not check
+    assert record["diagnosis"].startswith("The checker itself failed (KeyError: 'a bug', at line "), record

@@ -1,0 +1,82 @@
+"""Every mutant of every solution caught (issue 31): teachers/mutate.py, a sample of it on every run.
+
+The full run is one command, `python -m teachers.mutate` (every mutant of every exercise, some
+minutes); here each run checks a few mutants of each exercise, drawn from a fresh seed (printed:
+`python -m teachers.mutate --sample 1 --seed SEED` replays it), so runs over time cover them all.
+"""
+
+import os
+import secrets
+import sys
+
+from teachers import mutate
+from tensorlab.exercises import BY_NAME, EXERCISES
+from tensorlab.exercises.student import Student
+
+SOFTMAX_WITHOUT_MAX = """
+import numpy as np
+
+from tensorlab.tensor import Function
+
+
+class Softmax(Function):
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.x = x
+        e = np.exp(x - x.max(axis=self.axis, keepdims=True))
+        self.y = e / e.sum(axis=self.axis, keepdims=True)
+        return self.y
+
+    def backward(self, gy):
+        e = np.exp(self.x)                   # the softmax again, without subtracting the max
+        y = e / e.sum(axis=self.axis, keepdims=True)
+        return y * (gy - (gy * y).sum(axis=self.axis, keepdims=True))
+"""
+
+
+def test_every_solution_has_mutants_of_each_kind_it_can():
+    counts = {e.name: len(mutate.mutants(e.name)) for e in EXERCISES}
+    assert all(n >= 5 for n in counts.values()), counts
+    softmax = [what for what, _ in mutate.mutants("softmax")]
+    for kind in ("- -> +", ".sum(...) dropped", "sum -> mean", "keepdims= dropped", "axis -> 0", "a term dropped"):
+        assert any(kind in what for what in softmax), (kind, softmax)
+    rms_norm = [what for what, _ in mutate.mutants("rms_norm")]
+    assert any("self.xhat -> self.r" in what for what in rms_norm)  # a saved value swapped for another
+    assert any("a transpose removed" in what for what, _ in mutate.mutants("matmul"))
+    assert any("= for +=" in what for what, _ in mutate.mutants("value"))
+    assert any("np.add.at(a, i, v) -> a[i] = v" in what for what, _ in mutate.mutants("embedding"))
+
+
+def test_a_sample_of_the_mutants_of_every_exercise_is_rejected_when_it_differs():
+    seed = int(os.environ.get("MUTANTS_SEED", secrets.randbelow(1_000_000)))
+    lines = []
+    counts, slipped = mutate.run([e.name for e in EXERCISES], sample=1, seed=seed, out=lines.append)
+    print(f"\nmutants drawn with seed {seed}:", *lines, sep="\n", file=sys.stderr)
+    assert sum(c["checked"] for c in counts.values()) == len(EXERCISES)
+    assert not slipped, f"seed {seed}: {slipped}"
+
+
+def test_the_softmax_recomputed_without_the_max_differs_near_1000_and_is_rejected():
+    exercise = BY_NAME["softmax"]
+    asked = mutate.requests(exercise, seed=1)
+    with Student("softmax.py", (mutate.SOLUTIONS / "softmax.py").read_text()) as student:
+        student.load()
+        reference = mutate.answers(student, asked)
+    differs, rejected, _ = mutate.judge(exercise, SOFTMAX_WITHOUT_MAX, asked, reference, seed=1)
+    assert differs and rejected
+
+
+def test_a_checker_that_accepts_a_mutant_that_differs_is_reported(monkeypatch):
+    """The tool itself: with a checker that passes everything, every mutant that differs is reported."""
+
+    class Lenient:
+        @staticmethod
+        def check(exercise, student, **_):
+            student.load()
+            return True
+
+    monkeypatch.setitem(mutate.RUNNERS, "gradient", Lenient)
+    counts, slipped = mutate.run(["exp_log"], sample=2, seed=0, out=lambda line: None)
+    assert counts["exp_log"]["differ"] == len(slipped) > 0
