@@ -6,7 +6,7 @@
     python train.py eval runs/tiny                     a full validation pass of the best checkpoint
     python train.py generate runs/tiny --prompt "ROMEO:" --max-new-tokens 200 --temperature 0.8 --top-k 40
     python train.py sweep configs/seed_d128.json configs/seed_d256.json --out runs/sweep
-    python train.py export runs/tiny                   model.safetensors + config.json for PyTorch
+    python train.py export runs/tiny                   one model.safetensors (config inside) for PyTorch
 
 Every setting of models/train_config.py and models/config.py is a flag (d_model -> --d-model); flags
 override --config. configs/seed_000.json ... seed_004.json reproduce the reference reports (docs/seeds.md).
@@ -147,36 +147,32 @@ def checked_config(cfg):
     return cfg
 
 
-def prepare_run(cfg, run_dir, resume=False, on_step=None):
+def prepare_run(cfg, run, resume=False, on_step=None, saved=None):
     """Check everything, load the data and build the Trainer (restored from `latest` when resuming); writes nothing.
 
-    Call it holding the run directory's lock (run_dir.locked): what it finds there must not change meanwhile.
+    `run` is the Run that run_dir.locked yields (or, in tests, a path): what it finds there must not change
+    meanwhile. `saved` is the resumed run's config (run_dir.saved_config), when the caller has read it.
     """
-    run_dir = Path(run_dir)
+    run_dir = run.path if isinstance(run, run_dir_rules.Run) else Path(run)
     checked_config(cfg)
+    tokenizer = None
     if resume:
+        saved = saved or run_dir_rules.saved_config(run_dir)
         plan = run_dir_rules.resume_plan(run_dir)
-        tokenizer = resumed_tokenizer(cfg, run_dir)
+        run_dir_rules.check_resume_changes(run_dir, saved.to_dict(), cfg.to_dict())
+        if (run_dir / "tokenizer.json").is_file():  # else killed before it saved one
+            tokenizer = load_tokenizer(run_dir / "tokenizer.json")
     else:
         run_dir_rules.check_new_out(run_dir)
-        plan, tokenizer = "new", None
+        plan = "new"
     tokenizer, train_ids, val_ids, corpus_sha = load_data(cfg, tokenizer)
-    trainer = Trainer(cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha, on_step)
+    trainer = Trainer(cfg, run, tokenizer, train_ids, val_ids, corpus_sha, on_step)
     if plan == "continue":  # else a run that never saved anything: it starts from step 0
-        restore(trainer, run_dir / "checkpoints" / "latest", corpus_sha)
+        restore(trainer, run_dir / "checkpoints" / "latest", corpus_sha, saved)
     return trainer
 
 
-def resumed_tokenizer(cfg, run_dir):
-    """The tokenizer of the run being resumed (None if it was killed before saving one), once the settings that a
-    resume cannot change are found unchanged."""
-    saved = TrainConfig.from_json(run_dir_rules.saved_config(run_dir))
-    run_dir_rules.check_resume_changes(run_dir, saved.to_dict(), cfg.to_dict())
-    path = run_dir / "tokenizer.json"
-    return load_tokenizer(path) if path.is_file() else None
-
-
-def restore(trainer, latest, corpus_sha):
+def restore(trainer, latest, corpus_sha, saved):
     """Load `latest` into the trainer; UsageError naming the file when it cannot continue this run."""
     try:
         state = load_checkpoint(latest, trainer.model)
@@ -195,10 +191,14 @@ def restore(trainer, latest, corpus_sha):
             f"give that file with --data"
         )
     run_dir_rules.check_tokenizer(state, trainer.tokenizer, checkpoint.checkpoint_path(latest))
-    saved = state.get("config")  # the settings it trained with, in today's layout (an older run's are flat)
-    trained = (
-        TrainConfig.from_dict(saved, f"{latest}") if saved else TrainConfig.from_json(trainer.run_dir / "config.json")
-    )
+    step, max_steps = trainer.progress["step"], trainer.cfg.max_steps
+    if max_steps and max_steps < step:
+        raise UsageError(
+            f"cannot resume {trainer.run_dir} with --max-steps {max_steps}: it has reached step {step}; "
+            f"give --max-steps {step} or more (0: no step limit)"
+        )
+    in_checkpoint = state.get("config")  # the settings it trained with, in today's layout (an older run's are flat)
+    trained = TrainConfig.from_dict(in_checkpoint, f"{latest}") if in_checkpoint else saved
     trained_with = trained.to_dict()
     run_dir_rules.check_resume_changes(trainer.run_dir, trained_with, trainer.cfg.to_dict())
     changes = trainer.retune(trained_with)
@@ -219,7 +219,8 @@ def restore(trainer, latest, corpus_sha):
 def open_run_dir(trainer):
     """Clean what a killed run left, write config.json and tokenizer.json, and say what is trained where."""
     run_dir = trainer.run_dir
-    run_dir_rules.open_for_training(run_dir, trainer.cfg.to_json(), trainer.tokenizer)
+    trainer.check_in_place()
+    run_dir_rules.open_for_training(trainer.files, trainer.cfg.to_json(), trainer.tokenizer)
     print(
         f"training {trainer.model.num_parameters():,} parameters on {len(trainer.train_ids):,} tokens "
         f"(validation {np.size(trainer.val_ids):,}); writing to {run_dir}",
@@ -275,6 +276,7 @@ def train(trainer, report=True):
 def report_end(trainer, final, report):
     """After the last step: the ordered-split comparison, the report, and where everything is; returns `final`."""
     run_dir = trainer.run_dir
+    trainer.check_in_place()
     if trainer.cfg.split == "random_windows":
         final = {**final, **compare_with_ordered_split(trainer, final)}
     if report:
@@ -381,13 +383,17 @@ def compare_with_ordered_split(run, final):
     }
 
 
-def resolve_config(args):
-    """The run's TrainConfig: the default, a --config file or a resumed run's config.json, then the flags."""
+def resolve_config(args, saved=None):
+    """The run's TrainConfig: the default, a --config file or a resumed run's config (`saved`, if read), then the
+    flags."""
     if args.resume and args.config:
         raise UsageError("--resume continues a run with its own config.json; leave out --config")
+    for flag in ("resume", "out", "config"):
+        if getattr(args, flag) is not None:
+            run_dir_rules.checked_path(getattr(args, flag), f"--{flag}")
     try:
         if args.resume:
-            base = TrainConfig.from_json(run_dir_rules.saved_config(args.resume))
+            base = saved or run_dir_rules.saved_config(args.resume)
         else:
             base = TrainConfig.from_json(args.config) if args.config else TrainConfig()
         cfg = base.replace(**flag_values(args))  # a model flag is checked here, with its ModelConfig
@@ -405,21 +411,19 @@ def default_out(config_path):
 def cmd_train(argv, on_step=None):
     """train.py [--config FILE] [--out DIR | --resume RUN_DIR] [flags]"""
     args = train_parser().parse_args(argv)
-    cfg = resolve_config(args)
+    saved = run_dir_rules.saved_config(run_dir_rules.checked_path(args.resume, "--resume")) if args.resume else None
+    cfg = resolve_config(args, saved)
     run_dir = Path(args.resume) if args.resume else Path(args.out or default_out(args.config))
     if args.resume and args.out and Path(args.out) != run_dir:
         raise UsageError("--resume writes into the run it continues; leave out --out")
-    with run_dir_rules.locked(run_dir):
-        return (
-            0
-            if train(prepare_run(cfg, run_dir, bool(args.resume), on_step), not args.no_report)
-            else STOP.exit_status()
-        )
+    with run_dir_rules.locked(run_dir) as run:
+        trainer = prepare_run(cfg, run, bool(args.resume), on_step, saved)
+        return 0 if train(trainer, not args.no_report) else STOP.exit_status()
 
 
 def load_run(run_dir, checkpoint_name="best", data=None, device=None):
     """A run's config, tokenizer and model with the named checkpoint loaded (on `device`, default the run's)."""
-    run_dir = Path(run_dir)
+    run_dir = run_dir_rules.checked_path(run_dir, "RUN_DIR")
     for name in ("config.json", "tokenizer.json"):
         if not (run_dir / name).is_file():
             raise UsageError(f"{run_dir} is not a run directory: it has no {name}")
@@ -457,11 +461,12 @@ def cmd_eval(argv):
     args = eval_parser().parse_args(argv)
     cfg, tokenizer, model, state = load_run(args.run_dir, args.checkpoint, args.data, args.device)
     _, _, val_ids, corpus_sha = load_data(cfg, tokenizer)
-    trained_on = run_corpus_sha(args.run_dir)
-    if args.data and trained_on not in (None, corpus_sha) and not args.force:
+    trained_on = state.get("corpus_sha256") or run_corpus_sha(args.run_dir)
+    if trained_on not in (None, corpus_sha) and not args.force:
+        given = f"--data {args.data}" if args.data else f"the corpus at {cfg.data or 'the default place'}"
         raise UsageError(
-            f"--data {args.data} is not the corpus {args.run_dir} was trained on (sha256 "
-            f"{corpus_sha[:12]}..., the run's {trained_on[:12]}...); add --force to evaluate on it anyway"
+            f"{given} is not the corpus {args.run_dir} was trained on (sha256 {corpus_sha[:12]}..., the run's "
+            f"{trained_on[:12]}...); give that file with --data, or add --force to evaluate on this one anyway"
         )
     result = evaluate(model, val_ids, tokenizer, cfg.batch_size)
     print(
@@ -476,7 +481,7 @@ def run_corpus_sha(run_dir):
     """The sha256 of the corpus the run trained on (from its latest checkpoint), or None."""
     try:
         return read_checkpoint(Path(run_dir) / "checkpoints" / "latest")["progress"]["corpus_sha256"]
-    except (CheckpointError, KeyError, TypeError):
+    except (CheckpointError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -505,6 +510,10 @@ def cmd_generate(argv):
     _, tokenizer, model, _ = load_run(args.run_dir, args.checkpoint, device=args.device)
     if args.top_k is not None and not 1 <= args.top_k <= tokenizer.vocab_size:
         raise UsageError(f"--top-k must be in [1, {tokenizer.vocab_size}] (the vocabulary size), got {args.top_k}")
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 reach Python as lone surrogates
+        raise UsageError("--prompt is not valid UTF-8 text; give the prompt in UTF-8") from None
     prompt = tokenizer.encode(args.prompt)
     if not len(prompt):
         raise UsageError("--prompt is empty; give some text to continue")
@@ -530,33 +539,43 @@ def cmd_sweep(argv, on_step=None):
     parser.add_argument("--out", metavar="DIR", help="sweep directory (default: runs/sweep-<time>)")
     add_flags(parser)
     args = parser.parse_args(argv)
-    out = Path(args.out or default_out("sweep"))
+    out = run_dir_rules.checked_path(args.out, "--out") if args.out is not None else default_out("sweep")
     names = [Path(c).stem for c in args.configs]
     if len(set(names)) != len(names):
         raise UsageError(f"sweep: config names must differ (each names a subdirectory), got {', '.join(names)}")
     run_dir_rules.check_writable(out)
     if out.exists() and (
-        not out.is_dir() or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png"}
+        not out.is_dir()
+        or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png", run_dir_rules.LOCK_NAME}
     ):
         raise UsageError(
             f"--out {out} exists and holds more than this sweep's runs ({', '.join(names)}); choose a new directory"
         )
     with contextlib.ExitStack() as locks:
-        for name in names:
-            locks.enter_context(run_dir_rules.locked(out / name))
-        return sweep(args, out, names, on_step)
+        here = locks.enter_context(run_dir_rules.locked(out))  # one sweep at a time writes sweep.md
+        runs = [locks.enter_context(run_dir_rules.locked(out / name)) for name in names]
+        return sweep(args, here, runs, on_step)
 
 
-def sweep(args, out, names, on_step):
-    """Train (or continue) each config of the sweep into out/<name>, then compare them; returns the exit status."""
-    trainers = []
-    for path, name in zip(args.configs, names):  # check every config and its data before training any
+def sweep(args, here, runs, on_step):
+    """Train (or continue) each config of the sweep into its run, then compare them; returns the exit status."""
+    out, names, trainers = here.path, [run.path.name for run in runs], []
+    for path, name, run in zip(args.configs, names, runs):  # check every config and its data before training any
         try:
             cfg = TrainConfig.from_json(path).replace(**flag_values(args))
         except ConfigError as err:
             raise UsageError(str(err)) from None
         started = checkpoint.exists(out / name / "checkpoints" / "latest")
-        trainers.append(prepare_run(cfg, out / name, resume=started, on_step=on_step))
+        saved = run_dir_rules.saved_config(out / name) if started else None
+        changed = saved and [
+            k for k, v in saved.to_dict().items() if k not in ("comment", "data") and v != cfg.to_dict()[k]
+        ]
+        if changed:
+            raise UsageError(
+                f"sweep: {out / name} was trained with another {', '.join(changed)} than {path} now gives; "
+                f"a sweep continues a run only with its own config: sweep into a new --out"
+            )
+        trainers.append(prepare_run(cfg, run, resume=started, on_step=on_step, saved=saved))
     rows, curves = [], {}
     for name, trainer in zip(names, trainers):
         final = finished_row(trainer) or train(trainer)
@@ -568,8 +587,11 @@ def sweep(args, out, names, on_step):
     from models.report import sweep_table
 
     table = sweep_table(rows)
-    plots.sweep_perplexity(curves, out / "sweep_perplexity.png")
-    write_atomically(out / "sweep.md", f"# Sweep\n\n{table}\n![validation perplexity](sweep_perplexity.png)\n".encode())
+    here.check_in_place()
+    plots.sweep_perplexity(curves, here.files / "sweep_perplexity.png")
+    write_atomically(
+        here.files / "sweep.md", f"# Sweep\n\n{table}\n![validation perplexity](sweep_perplexity.png)\n".encode()
+    )
     print(table + f"\nsweep outputs in {out}: sweep.md, sweep_perplexity.png", file=sys.stderr)
     return 0
 
@@ -610,7 +632,7 @@ def main(argv=None, on_step=None):
         if command in (None, cmd_sweep):
             return (command or cmd_train)(argv[1:] if command else argv, on_step=on_step)
         return command(argv[1:])
-    except (UsageError, run_dir_rules.RunDirError) as err:
+    except (UsageError, run_dir_rules.RunDirError, ConfigError) as err:
         for line in str(err).splitlines():
             print(f"train.py: error: {line}", file=sys.stderr)
         return 2

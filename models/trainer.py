@@ -23,7 +23,6 @@ every step (its horizon renewed from the speed so far when --max-minutes bounds 
 and after warmup ReduceLROnPlateau at each evaluation when the schedule is "plateau".
 """
 
-import json
 import math
 import time
 from pathlib import Path
@@ -35,10 +34,11 @@ from models.checkpoint import NonFiniteParameter, save_checkpoint
 from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
+from models.metrics import MetricsError, is_evaluation, read_metrics, write_metrics  # noqa: F401 (tests import them here)
+from models.run_dir import Run
 from models.transformer import TinyTransformerLM
 from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
-from tensorlab.serialization import write_atomically
 
 # Changed on a resume without being recorded as a change: the limits (extending a run is what a resume is for),
 # where the corpus lies (its content is checked by sha256), the comment, and the model (compared field by field).
@@ -83,7 +83,10 @@ class Trainer:
     """A training run: model, optimizer, lr schedules, random generators and progress; see the module docstring."""
 
     def __init__(self, cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha256, on_step=None):
-        self.cfg, self.run_dir, self.tokenizer = cfg, Path(run_dir), tokenizer
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.run = run_dir if isinstance(run_dir, Run) else None  # a held run (models/run_dir.py), or a plain path
+        self.run_dir = self.run.path if self.run else Path(run_dir)  # what the messages name
+        self.files = self.run.files if self.run else self.run_dir  # where the run's files are written
         self.train_ids, self.val_ids = train_ids, val_ids
         self.on_step = on_step or (lambda step: None)  # called after every step; tests interrupt runs with it
         tensorlab.manual_seed(cfg.seed)
@@ -138,6 +141,7 @@ class Trainer:
         self._restore_schedules(state)
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
+        tl_random.set_state(self.tensorlab_rng)  # a malformed one is refused here, not at the first step
         self.progress = p = checked_progress(dict(new_progress(None), **state["progress"]))
         if "losses_since_log" not in state["progress"]:  # saved before train-loss rows: they start at its evaluation
             p["losses_since_log"] = list(p["train_losses"])
@@ -340,8 +344,14 @@ class Trainer:
 
     def save_latest(self):
         """metrics.jsonl, then checkpoints/latest: a kill between them leaves rows that a resume drops and redoes."""
-        write_metrics(self.run_dir, self.metrics)
+        self.check_in_place()
+        write_metrics(self.files, self.metrics)
         self.save("latest")
+
+    def check_in_place(self):
+        """Stop (RunDirError) when the held run was moved or deleted: nothing more is written (models/run_dir.Run)."""
+        if self.run:
+            self.run.check_in_place()
 
     def save(self, name, **extra):
         """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others.
@@ -349,7 +359,8 @@ class Trainer:
         Weights that became NaN or infinite (a finite loss and gradient, then too large a step) are never
         written: the run stops as for a non-finite loss (NonFiniteError), and the files keep the last finite ones.
         """
-        path = self.run_dir / "checkpoints" / name
+        self.check_in_place()
+        path = self.files / "checkpoints" / name
         state = (
             self.state_dict()
             if name == "latest"
@@ -358,6 +369,7 @@ class Trainer:
                 "model_config": self.model.config.to_dict(),
                 "step": self.progress["step"],
                 "tokenizer_sha256": self.tokenizer_sha256,
+                "corpus_sha256": self.progress["corpus_sha256"],
                 **extra,
             }
         )
@@ -470,40 +482,3 @@ def check_finite(step, cfg, **values):
                 f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
                 f"(now {cfg.lr:g}) or {clip}"
             )
-
-
-class MetricsError(ValueError):
-    """metrics.jsonl is not one JSON object per line."""
-
-
-def read_metrics(run_dir):
-    """The rows of a run's metrics.jsonl ([] when there is none yet); MetricsError naming the file and line."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise MetricsError(f"{path} is not text (UTF-8); delete it to continue without the old rows") from None
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            raise MetricsError(f"{path} line {number} is not JSON; fix or delete that line") from None
-        if not isinstance(rows[-1], dict) or not isinstance(rows[-1].get("step"), int):
-            raise MetricsError(f"{path} line {number} is not a metrics row (a JSON object with a step)")
-    return rows
-
-
-def is_evaluation(row):
-    """Whether a metrics row is an evaluation's (it has val_loss), not a train-loss row."""
-    return "val_loss" in row
-
-
-def write_metrics(run_dir, metrics):
-    """Rewrite metrics.jsonl atomically with every row so far."""
-    text = "".join(json.dumps(row) + "\n" for row in metrics)
-    write_atomically(Path(run_dir) / "metrics.jsonl", text.encode("utf-8"))
