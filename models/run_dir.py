@@ -20,7 +20,7 @@ every file they read is replaced atomically, so they are safe beside a running r
 A resume never destroys: `resume_plan` continues from checkpoints/latest, restarts from step 0
 only a run that saved nothing past step 0, and refuses a run whose latest is gone while later
 results remain (restarting would overwrite best and metrics.jsonl with an untrained model's).
-What a resume may change is RESUME_REFUSED's complement; the checkpoint and tokenizer.json must
+What a resume does with each setting is RESUME_POLICY; the checkpoint and tokenizer.json must
 belong together (check_tokenizer). The lock uses fcntl: POSIX systems (Linux, macOS) only.
 """
 
@@ -138,50 +138,59 @@ def resume_plan(run_dir):
     return "restart"
 
 
-# What a resume cannot change: the model's shape and function, how text becomes tokens and which tokens
-# validate, the seed (the random streams continue from the checkpoint) and the kind of schedule. Every other
-# setting takes effect from the resumed step (Trainer.retune) and is recorded in config.json and the metrics.
-RESUME_REFUSED = (
-    "seed",
-    "tokenizer",
-    "pretokenizer",
-    "documents",
-    "preprocess",
-    "val_fraction",
-    "split",
-    "schedule",
-    "model.vocab_size",
-    "model.context_len",
-    "model.d_model",
-    "model.n_layers",
-    "model.n_heads",
-    "model.d_ff",
-    "model.pos_encoding",
-    "model.tie_weights",
-    "model.activation",
-    "model.norm",
-    "model.norm_position",
-    "model.norm_eps",
-    "model.qkv_bias",
-    "model.proj_bias",
-    "model.ffn_bias",
-    "model.head_bias",
-    "model.embedding_std",
-    "model.dtype",
-)
+# Every setting, and what a resume does when it is given another value (tests/test_resume_flags.py checks that
+# the table names every field of TrainConfig and ModelConfig, so a new setting cannot go without a policy):
+#   refuse  the model's shape and function, how text becomes tokens and which tokens validate, the seed (the
+#           random streams continue from the checkpoint) and the kind of schedule: RunDirError, in one line
+#   apply   takes effect from the resumed step (Trainer.retune), recorded in config.json and the next
+#           evaluation row's config_changes
+#   limit   the run's bounds: extending a run is what a resume is for; applied, not listed as a change
+#   ignore  not part of what is trained: the corpus's path (its content is checked by sha256), the comment
+REFUSE, APPLY, LIMIT, IGNORE = "refuse", "apply", "limit", "ignore"
+RESUME_POLICY = {
+    **dict.fromkeys(("comment", "data"), IGNORE),
+    **dict.fromkeys(("seed", "tokenizer", "pretokenizer", "documents", "preprocess", "val_fraction"), REFUSE),
+    **dict.fromkeys(("split", "schedule"), REFUSE),
+    **dict.fromkeys(("prompts", "batch_size", "lr", "min_lr", "warmup_steps", "plateau_factor"), APPLY),
+    **dict.fromkeys(("plateau_patience", "weight_decay", "beta1", "beta2", "grad_clip", "device"), APPLY),
+    **dict.fromkeys(("eval_interval", "log_interval", "checkpoint_interval", "eval_batches"), APPLY),
+    "early_stopping_patience": APPLY,
+    **dict.fromkeys(("max_steps", "max_minutes"), LIMIT),
+    **dict.fromkeys(
+        (
+            f"model.{name}"
+            for name in (
+                *("vocab_size", "context_len", "d_model", "n_layers", "n_heads", "d_ff", "pos_encoding"),
+                *("tie_weights", "activation", "norm", "norm_position", "norm_eps", "qkv_bias", "proj_bias"),
+                *("ffn_bias", "head_bias", "embedding_std", "dtype"),
+            )
+        ),
+        REFUSE,
+    ),
+    "model.dropout": APPLY,
+}
+
+
+def setting(config, name):
+    """The value of setting `name` ("lr", "model.d_model") in a config dict (nested, or flat as older runs')."""
+    section, _, key = name.rpartition(".")
+    return (config.get(section, {}) if section else config).get(key)
+
+
+def resume_changes(trained_with, asked, policy):
+    """{name: [old, new]} of the settings under `policy` that differ between two config dicts."""
+    return {
+        name: [setting(trained_with, name), setting(asked, name)]
+        for name, kind in RESUME_POLICY.items()
+        if kind == policy and setting(trained_with, name) != setting(asked, name)
+    }
 
 
 def check_resume_changes(run_dir, trained_with, asked):
-    """RunDirError naming every RESUME_REFUSED setting that differs between two config dicts (flat or nested)."""
-
-    def value(config, name):
-        section, _, key = name.rpartition(".")
-        return (config.get(section, {}) if section else config).get(key)
-
+    """RunDirError naming every setting a resume refuses to change that differs between two config dicts."""
     refused = [
-        f"{name.removeprefix('model.')} ({value(trained_with, name)!r} -> {value(asked, name)!r})"
-        for name in RESUME_REFUSED
-        if value(trained_with, name) != value(asked, name)
+        f"{name.removeprefix('model.')} ({old!r} -> {new!r})"
+        for name, (old, new) in resume_changes(trained_with, asked, REFUSE).items()
     ]
     if refused:
         raise RunDirError(

@@ -35,14 +35,10 @@ from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
 from models.metrics import MetricsError, is_evaluation, read_metrics, write_metrics  # noqa: F401 (tests import them here)
-from models.run_dir import Run
+from models.run_dir import APPLY, Run, resume_changes
 from models.transformer import TinyTransformerLM
 from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
-
-# Changed on a resume without being recorded as a change: the limits (extending a run is what a resume is for),
-# where the corpus lies (its content is checked by sha256), the comment, and the model (compared field by field).
-UNRECORDED_CHANGES = ("max_steps", "max_minutes", "data", "comment", "model")
 
 
 class NonFiniteError(RuntimeError):
@@ -160,18 +156,10 @@ class Trainer:
 
         The optimizer's groups and the schedules come back from the checkpoint with the old values; the
         settings read afresh at every step (clipping, batch size, evaluation and checkpoint intervals, the
-        limits) need nothing. models/run_dir.py's RESUME_REFUSED lists the settings a resume cannot change.
+        limits) need nothing. models/run_dir.py's RESUME_POLICY says what a resume does with each setting.
         """
         cfg, old = self.cfg, trained_with
-        changes = {
-            name: [old.get(name), value]
-            for name, value in self.cfg.to_dict().items()
-            if name not in UNRECORDED_CHANGES and old.get(name) != value
-        }
-        old_model = old.get("model", {})
-        changes.update(
-            {name: [old_model.get(name), v] for name, v in cfg.to_dict()["model"].items() if old_model.get(name) != v}
-        )
+        changes = {name.removeprefix("model."): v for name, v in resume_changes(old, cfg.to_dict(), APPLY).items()}
         for group in self.optimizer.param_groups:
             if "lr" in changes:  # the peak: the schedule's curve and every group's base, scaled alike
                 ratio = cfg.lr / old["lr"]

@@ -15,7 +15,7 @@ from test_bad_inputs import TINY, assert_one_line, run_main
 import train
 from models.run_dir import (
     LOCK_NAME,  # the lock's holder note is rewritten by every start
-    RESUME_REFUSED,
+    RESUME_POLICY,
 )
 from models.trainer import is_evaluation, read_metrics
 from tensorlab.optim import WarmupCosine
@@ -116,6 +116,9 @@ def test_a_flag_that_would_change_the_model_tokens_or_streams_is_refused(stopped
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != LOCK_NAME} == before
 
 
-def test_every_refused_setting_is_a_real_one():
-    fields = set(train.TrainConfig().to_dict()) | {f"model.{k}" for k in train.TrainConfig().to_dict()["model"]}
-    assert set(RESUME_REFUSED) <= fields
+def test_one_table_says_what_a_resume_does_with_every_setting():
+    """Planted: a TrainConfig field added without a policy, or a policy for a field that is gone, fails here."""
+    config = train.TrainConfig().to_dict()
+    fields = {k for k in config if k != "model"} | {f"model.{k}" for k in config["model"]}
+    assert set(RESUME_POLICY) == fields
+    assert set(RESUME_POLICY.values()) == {"refuse", "apply", "limit", "ignore"}
