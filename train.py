@@ -24,10 +24,12 @@ The learning rate warms up linearly for warmup_steps, then follows a cosine down
 that ends at the horizon: max_steps, or, when max_minutes ends the run first, the number of
 steps that fit in the time at the average speed so far. That estimate is renewed every step,
 so on a machine whose speed changes the cosine still reaches min_lr when time runs out (on a
-steady machine it is the cosine of the elapsed fraction of time); the horizon is part of the
-schedule's saved state. Runs bounded by --max-steps alone are exactly repeatable from the seed;
-time-bounded ones depend on the machine's speed. With --schedule plateau the lr warms up, then
-halves (plateau_factor) whenever the validation loss stalls; constant warms up and stays.
+steady machine it is the cosine of the elapsed fraction of time). The lr is a function of the
+step and the config in force (models/trainer.py lr_at), assigned before every step, so a resume
+with another --lr, --min-lr or --warmup-steps follows the new curve from its step on. Runs bounded
+by --max-steps alone are exactly repeatable from the seed; time-bounded ones depend on the machine's
+speed. With --schedule plateau the lr warms up, then halves (plateau_factor) whenever the
+validation loss stalls; constant warms up and stays.
 """
 
 import argparse
@@ -201,7 +203,7 @@ def restore(trainer, latest, corpus_sha, saved):
     trained = TrainConfig.from_dict(in_checkpoint, f"{latest}") if in_checkpoint else saved
     trained_with = trained.to_dict()
     run_dir_rules.check_resume_changes(trainer.run_dir, trained_with, trainer.cfg.to_dict())
-    changes = trainer.retune(trained_with)
+    changes = trainer.note_changes(trained_with)
     if changes:
         said = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in changes.items())
         print(f"resuming at step {trainer.progress['step']} with changed settings: {said}", file=sys.stderr)

@@ -142,8 +142,8 @@ def resume_plan(run_dir):
 # the table names every field of TrainConfig and ModelConfig, so a new setting cannot go without a policy):
 #   refuse  the model's shape and function, how text becomes tokens and which tokens validate, the seed (the
 #           random streams continue from the checkpoint) and the kind of schedule: RunDirError, in one line
-#   apply   takes effect from the resumed step (Trainer.retune), recorded in config.json and the next
-#           evaluation row's config_changes
+#   apply   takes effect from the resumed step (every step reads the config in force: Trainer.apply_config),
+#           recorded in config.json and the next evaluation row's config_changes (Trainer.note_changes)
 #   limit   the run's bounds: extending a run is what a resume is for; applied, not listed as a change
 #   ignore  not part of what is trained: the corpus's path (its content is checked by sha256), the comment
 REFUSE, APPLY, LIMIT, IGNORE = "refuse", "apply", "limit", "ignore"
