@@ -134,6 +134,12 @@ def _read_old_format(base):
             state = serialization.join_arrays(meta["state"], {k: arrays[k] for k in arrays.files})
     except ValueError as err:
         raise CheckpointError(f"{npz_path} holds something other than plain arrays ({err})") from None
+    except (KeyError, TypeError, AttributeError) as err:  # the sidecar names an array the .npz lacks, or is no state
+        raise CheckpointError(
+            f"old-format checkpoint {json_path} does not fit {npz_path} ({type(err).__name__}: {err})"
+        ) from None
+    if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+        raise CheckpointError(f"old-format checkpoint {json_path} holds no model")
     _check_old_step(state, json_path)
     return state
 

@@ -31,7 +31,7 @@ UNDECODABLE_NOTE = (
 
 def write_outputs(run, final):
     """Write every figure, samples.txt, topk.md and report.md of a finished Trainer; `final` is its last row."""
-    cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
+    cfg, run_dir, tokenizer, model = run.cfg, run.files, run.tokenizer, run.model
     attention_figures = write_figures(run, final)
     prompts = run_prompts(cfg.prompts, run.val_ids, tokenizer)
     samples = write_samples(model, tokenizer, run_dir / "samples.txt", seed=cfg.seed, prompts=prompts)
@@ -39,7 +39,7 @@ def write_outputs(run, final):
     write_atomically(run_dir / "topk.md", topk.encode("utf-8"))
     write_report(
         run_dir / "report.md",
-        f"Training report: {run_dir.name}",
+        f"Training report: {run.run_dir.name}",
         run_summary(run, final),
         cfg.to_dict(),
         report_figures(attention_figures),
@@ -104,7 +104,7 @@ def report_figures(attention_figures):
 
 def write_figures(run, final):
     """The run's figures under figures/; returns the (caption, path) of each attention figure."""
-    cfg, run_dir, tokenizer, model = run.cfg, run.run_dir, run.tokenizer, run.model
+    cfg, run_dir, tokenizer, model = run.cfg, run.files, run.tokenizer, run.model
     metrics, progress = run.metrics, run.progress
     figures = run_dir / "figures"
     plots.loss_curves(metrics, tokenizer.vocab_size, figures / "loss_curves.png")

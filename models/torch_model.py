@@ -6,11 +6,10 @@ two against each other (logits, loss, every gradient), and tensorlab itself neve
 file: torch is needed only here.
 
     model = load_tensorlab_run("runs/my-run")          # a torch.nn.Module with the run's best weights
-    model = load_exported("runs/my-run/export")        # or from `train.py export`'s files
+    model = load_exported("runs/my-run/export")        # or from `train.py export`'s file
 """
 
 import math
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -173,17 +172,21 @@ def load_tensorlab_run(run_dir, checkpoint="best"):
     """The model of a tensorlab run directory (its config.json and checkpoints/<checkpoint>) as a TorchTinyLM."""
     from models.export import load_run_model
 
-    model, _ = load_run_model(run_dir, checkpoint)
-    return twin_of(model)
+    return twin_of(load_run_model(run_dir, checkpoint)[0])
 
 
-def load_exported(export_dir):
-    """A TorchTinyLM from the model.safetensors and config.json that `train.py export` writes."""
-    from safetensors.torch import load_file
+def load_exported(path, tokenizer=None):
+    """A TorchTinyLM from the model.safetensors that `train.py export` writes (the file, or its folder).
 
-    from models.export import read_exported_config
+    The file's checksum binds the weights to their description; with `tokenizer` (a BPETokenizer), its
+    fingerprint must be the one the model was trained with (ValueError otherwise).
+    """
+    from models.config import ModelConfig
+    from models.export import ExportError, read_export
 
-    config = read_exported_config(export_dir)
-    model = TorchTinyLM(config).to(getattr(torch, config.dtype))
-    model.load_state_dict(load_file(str(Path(export_dir) / "model.safetensors")))
-    return model
+    arrays, description = read_export(path)
+    if tokenizer is not None and tokenizer.fingerprint() != description["tokenizer_sha256"]:
+        raise ExportError(
+            f"{path} was trained with another tokenizer (sha256 {description['tokenizer_sha256'][:12]}...)"
+        )
+    return from_state_dict(ModelConfig.from_dict(description["model"]), arrays)

@@ -206,6 +206,9 @@ class TrainConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or not ok(value):
                 bad(name, rule)
+        for name in ("data", "tokenizer"):  # an unset shell variable ("--data $CORPUS") must not mean the default
+            if getattr(self, name) is not None and not getattr(self, name).strip():
+                bad(name, "a path or a name, not an empty string")
         if self.tokenizer is not None and self.pretokenizer != "bytelevel":
             bad("pretokenizer", "bytelevel with a pretrained --tokenizer (it brings its own, byte-level)")
         if self.tokenizer is None and self.pretokenizer == "bytelevel" and self.model.vocab_size < MIN_BYTELEVEL_VOCAB:

@@ -15,15 +15,16 @@ evaluation: its train_loss is the mean since the previous evaluation. Each train
 exactly one train-loss row, across resumes too. The file is rewritten just before latest is
 saved, with the rows latest counts, so a resume continues it (only a kill between the two
 writes leaves rows that latest has not counted: the resume drops them and writes them again).
-`state_dict()` gathers the model, the optimizer, the lr schedules, both random
-generators and `progress` (counters, the best val loss, the values of the latest step);
+`state_dict()` gathers the model, the optimizer, both random generators and `progress`
+(counters, the best val loss, the plateau's counters, the values of the latest step);
 `load_state_dict()` puts them back, so a resumed run continues bitwise as if it had
-never stopped. The learning rate comes from the schedule objects alone: WarmupCosine
-every step (its horizon renewed from the speed so far when --max-minutes bounds the run),
-and after warmup ReduceLROnPlateau at each evaluation when the schedule is "plateau".
+never stopped. The learning rate is a function of the step and the config in force
+(`lr_at`, nanoGPT's get_lr), assigned to every group before every step, with the weight
+decay and the betas: a resume that changes them needs nothing but the new config. The
+cosine ends at `horizon` (renewed from the speed so far when --max-minutes bounds the run);
+the plateau schedule's scale is the one thing a step cannot recompute, so progress keeps it.
 """
 
-import json
 import math
 import time
 from pathlib import Path
@@ -35,14 +36,11 @@ from models.checkpoint import NonFiniteParameter, save_checkpoint
 from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
+from models.metrics import MetricsError, is_evaluation, read_metrics, write_metrics  # noqa: F401 (tests import them here)
+from models.run_dir import APPLY, Run, resume_changes
 from models.transformer import TinyTransformerLM
 from tensorlab import random as tl_random
-from tensorlab.optim import AdamW, ReduceLROnPlateau, WarmupCosine, clip_grad_norm_, weight_decay_groups
-from tensorlab.serialization import write_atomically
-
-# Changed on a resume without being recorded as a change: the limits (extending a run is what a resume is for),
-# where the corpus lies (its content is checked by sha256), the comment, and the model (compared field by field).
-UNRECORDED_CHANGES = ("max_steps", "max_minutes", "data", "comment", "model")
+from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
 
 
 class NonFiniteError(RuntimeError):
@@ -55,6 +53,24 @@ def horizon(cfg, step, elapsed_s):
     if cfg.max_minutes and step > 0:
         ends.append(int(step * cfg.max_minutes * 60 / max(elapsed_s, 1e-9)))
     return max(min(ends, default=10**9), 1)
+
+
+def lr_at(cfg, step, horizon_steps, plateau_scale=1.0):
+    """The learning rate of the step after `step` steps: linear warmup from 0, then lr (constant), lr lowered by
+    the plateau to no less than min_lr (plateau), or a cosine from lr to min_lr at `horizon_steps` (warmup_cosine)."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * step / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return cfg.lr
+    if cfg.schedule == "plateau":
+        return max(cfg.lr * plateau_scale, cfg.min_lr)
+    end = max(horizon_steps, cfg.warmup_steps)
+    if step > end:
+        return cfg.min_lr
+    if end == cfg.warmup_steps:  # no decay phase at all
+        return cfg.lr
+    coeff = 0.5 * (1 + math.cos(math.pi * (step - cfg.warmup_steps) / (end - cfg.warmup_steps)))  # 1 -> 0
+    return cfg.min_lr + coeff * (cfg.lr - cfg.min_lr)
 
 
 def new_progress(corpus_sha256):
@@ -76,6 +92,7 @@ def new_progress(corpus_sha256):
         interval_tokens=0,
         interval_time=0.0,
         config_changes=[],  # [{"step", "changed": {name: [old, new]}}]: settings a resume changed, and when
+        plateau=dict(best=None, bad_evals=0, scale=1.0),  # the plateau schedule's counters (Trainer.evaluate)
     )
 
 
@@ -83,7 +100,10 @@ class Trainer:
     """A training run: model, optimizer, lr schedules, random generators and progress; see the module docstring."""
 
     def __init__(self, cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha256, on_step=None):
-        self.cfg, self.run_dir, self.tokenizer = cfg, Path(run_dir), tokenizer
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.run = run_dir if isinstance(run_dir, Run) else None  # a held run (models/run_dir.py), or a plain path
+        self.run_dir = self.run.path if self.run else Path(run_dir)  # what the messages name
+        self.files = self.run.files if self.run else self.run_dir  # where the run's files are written
         self.train_ids, self.val_ids = train_ids, val_ids
         self.on_step = on_step or (lambda step: None)  # called after every step; tests interrupt runs with it
         tensorlab.manual_seed(cfg.seed)
@@ -92,17 +112,6 @@ class Trainer:
             weight_decay_groups(self.model.named_parameters(), cfg.weight_decay),
             lr=cfg.lr,
             betas=(cfg.beta1, cfg.beta2),
-        )
-        min_lr = cfg.min_lr if cfg.schedule == "warmup_cosine" else cfg.lr  # else: warmup, then constant
-        self.schedule = WarmupCosine(
-            cfg.lr, min_lr, cfg.warmup_steps, max(horizon(cfg, 0, 0.0), cfg.warmup_steps), self.optimizer
-        )
-        self.plateau = (
-            ReduceLROnPlateau(
-                self.optimizer, factor=cfg.plateau_factor, patience=cfg.plateau_patience, min_lr=cfg.min_lr
-            )
-            if cfg.schedule == "plateau"
-            else None
         )
         self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
         self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
@@ -119,8 +128,6 @@ class Trainer:
             "model": self.model.state_dict(),
             "model_config": self.model.config.to_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "schedule": self.schedule.state_dict(),
-            "plateau": self.plateau.state_dict() if self.plateau else None,
             "batch_rng": self.batch_rng.bit_generator.state,
             "tensorlab_rng": self.tensorlab_rng,
             "config": self.cfg.to_dict(),
@@ -135,10 +142,10 @@ class Trainer:
         """
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self._restore_schedules(state)
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
-        self.progress = p = checked_progress(dict(new_progress(None), **state["progress"]))
+        tl_random.set_state(self.tensorlab_rng)  # a malformed one is refused here, not at the first step
+        self.progress = p = checked_progress({**new_progress(None), **state["progress"], **older_plateau(state)})
         if "losses_since_log" not in state["progress"]:  # saved before train-loss rows: they start at its evaluation
             p["losses_since_log"] = list(p["train_losses"])
         last_eval, last_log = p["last_eval_step"], p["step"] - len(p["losses_since_log"])
@@ -150,64 +157,30 @@ class Trainer:
         self._clock = (time.perf_counter(), self.progress["elapsed_s"])
         return tl_random.restores_exactly(self.tensorlab_rng)
 
-    def retune(self, trained_with):
-        """Put the settings that changed since `trained_with` (the config dict the checkpoint was trained with) into
-        the optimizer and the schedules, after load_state_dict; returns {name: [old, new]} of every change.
+    def note_changes(self, trained_with):
+        """Record the settings that changed since `trained_with` (the config dict the checkpoint was trained with) in
+        progress["config_changes"], for the next evaluation row; returns {name: [old, new]} of every change.
 
-        The optimizer's groups and the schedules come back from the checkpoint with the old values; the
-        settings read afresh at every step (clipping, batch size, evaluation and checkpoint intervals, the
-        limits) need nothing. models/run_dir.py's RESUME_REFUSED lists the settings a resume cannot change.
+        Nothing else is needed: every step takes the lr, the weight decay and the betas from the config in
+        force (apply_config). models/run_dir.py's RESUME_POLICY says what a resume does with each setting.
         """
-        cfg, old = self.cfg, trained_with
-        changes = {
-            name: [old.get(name), value]
-            for name, value in self.cfg.to_dict().items()
-            if name not in UNRECORDED_CHANGES and old.get(name) != value
-        }
-        old_model = old.get("model", {})
-        changes.update(
-            {name: [old_model.get(name), v] for name, v in cfg.to_dict()["model"].items() if old_model.get(name) != v}
-        )
-        for group in self.optimizer.param_groups:
-            if "lr" in changes:  # the peak: the schedule's curve and every group's base, scaled alike
-                ratio = cfg.lr / old["lr"]
-                group["initial_lr"] = group.get("initial_lr", old["lr"]) * ratio
-                group["lr"] *= ratio
-            if "weight_decay" in changes and group["weight_decay"]:  # the decayed group (biases and gains keep 0)
-                group["weight_decay"] = cfg.weight_decay
-            group["betas"] = (cfg.beta1, cfg.beta2)
-        if changes.keys() & {"lr", "min_lr", "warmup_steps"}:
-            self.schedule.max_lr = cfg.lr
-            self.schedule.min_lr = cfg.min_lr if cfg.schedule == "warmup_cosine" else cfg.lr
-            self.schedule.warmup_steps = min(cfg.warmup_steps, self.schedule.max_steps)
-            if self.plateau is None or self.progress["step"] <= cfg.warmup_steps:
-                self.schedule.apply(self.optimizer, self.schedule.last_step)
-        if self.plateau is not None:
-            self.plateau.factor, self.plateau.patience = cfg.plateau_factor, cfg.plateau_patience
-            self.plateau.min_lr = cfg.min_lr
+        changed = resume_changes(trained_with, self.cfg.to_dict(), APPLY)
+        changes = {name.removeprefix("model."): v for name, v in changed.items()}
         if changes:
             self.progress["config_changes"] = self.progress["config_changes"] + [
                 {"step": self.progress["step"], "changed": changes}
             ]
         return changes
 
-    def _restore_schedules(self, state):
-        if "schedule" in state:
-            self.schedule.load_state_dict(state["schedule"])
-            if not self.cfg.max_minutes:  # a resumed run may be given more --max-steps: the cosine ends there
-                self.schedule.max_steps = max(self.cfg.max_steps, self.schedule.warmup_steps)
-            if self.plateau:
-                self.plateau.load_state_dict(state["plateau"])
-            return
-        # a checkpoint of the old .npz format: the cosine's position is the step, the plateau's state is in progress
-        step, old_plateau = state["progress"]["step"], state["progress"].get("plateau") or {}
+    def apply_config(self, step):
+        """Put the config in force into the optimizer for the step after `step`: lr_at's lr, the weight decay of the
+        decayed group (biases and gains keep 0), the betas; returns the lr."""
+        cfg = self.cfg
+        lr = lr_at(cfg, step, horizon(cfg, step, self.elapsed()), self.progress["plateau"]["scale"])
         for group in self.optimizer.param_groups:
-            group["initial_lr"] = self.cfg.lr
-        self.schedule.last_step = step
-        if self.plateau is None or step <= self.cfg.warmup_steps:
-            self.schedule.apply(self.optimizer, step)
-        if self.plateau:
-            vars(self.plateau).update({k: v for k, v in old_plateau.items() if k in self.plateau.state_dict()})
+            group.update(lr=lr, betas=(cfg.beta1, cfg.beta2))
+        self.optimizer.param_groups[0]["weight_decay"] = cfg.weight_decay  # weight_decay_groups: decayed first
+        return lr
 
     def elapsed(self):
         """Seconds of this run so far, over every resume."""
@@ -232,10 +205,8 @@ class Trainer:
         loss_value, grad_norm = float(loss.item()), float(grad_norm)
         check_finite(step, cfg, training_loss=loss_value, gradient_norm=grad_norm)
         before = copy_weights(self.groups) if logged else None
-        lr = self.optimizer.param_groups[0]["lr"]
+        lr = self.apply_config(step)
         self.optimizer.step()
-        if self.plateau is None or step + 1 <= cfg.warmup_steps:  # after warmup the plateau schedule takes over
-            self.schedule.step(horizon(cfg, step + 1, self.elapsed()) if cfg.max_minutes else None)
         dt = time.perf_counter() - t0
         p = self.progress
         p.update(
@@ -293,8 +264,8 @@ class Trainer:
             row.update({k: replaced[k] for k in ("train_loss", "tokens_per_s")})
         else:
             self._keep_best(step, val, final)
-            if self.plateau is not None and step >= self.cfg.warmup_steps:
-                self.plateau.step(val["loss"])
+            if self.cfg.schedule == "plateau" and step >= self.cfg.warmup_steps:
+                self._plateau(val["loss"])
         metrics.append(row)
         self.progress.update(train_losses=[], last_eval_step=step, interval_tokens=0, interval_time=0.0)
         self._snapshot(step, final)
@@ -332,6 +303,17 @@ class Trainer:
         else:
             self.progress["evals_since_best"] += 1
 
+    def _plateau(self, val_loss):
+        """Count an evaluation without improvement (torch's ReduceLROnPlateau: by more than 1e-4 relative); past
+        plateau_patience of them, scale the lr by plateau_factor."""
+        plateau = self.progress["plateau"]
+        if plateau["best"] is None or val_loss < plateau["best"] * (1 - 1e-4):
+            plateau.update(best=val_loss, bad_evals=0)
+        elif plateau["bad_evals"] + 1 > self.cfg.plateau_patience:
+            plateau.update(bad_evals=0, scale=plateau["scale"] * self.cfg.plateau_factor)
+        else:
+            plateau["bad_evals"] += 1
+
     def _snapshot(self, step, final):
         snaps = self.progress["snapshots"]  # at 0, 1, 2, 4, 8, ... eval intervals, and the end
         if not snaps or snaps[-1] != step and (final or step >= 2 * max(snaps[-1], self.cfg.eval_interval // 2)):
@@ -340,8 +322,14 @@ class Trainer:
 
     def save_latest(self):
         """metrics.jsonl, then checkpoints/latest: a kill between them leaves rows that a resume drops and redoes."""
-        write_metrics(self.run_dir, self.metrics)
+        self.check_in_place()
+        write_metrics(self.files, self.metrics)
         self.save("latest")
+
+    def check_in_place(self):
+        """Stop (RunDirError) when the held run was moved or deleted: nothing more is written (models/run_dir.Run)."""
+        if self.run:
+            self.run.check_in_place()
 
     def save(self, name, **extra):
         """Write checkpoints/<name>.safetensors: the whole state for "latest", the model alone for the others.
@@ -349,7 +337,8 @@ class Trainer:
         Weights that became NaN or infinite (a finite loss and gradient, then too large a step) are never
         written: the run stops as for a non-finite loss (NonFiniteError), and the files keep the last finite ones.
         """
-        path = self.run_dir / "checkpoints" / name
+        self.check_in_place()
+        path = self.files / "checkpoints" / name
         state = (
             self.state_dict()
             if name == "latest"
@@ -358,6 +347,7 @@ class Trainer:
                 "model_config": self.model.config.to_dict(),
                 "step": self.progress["step"],
                 "tokenizer_sha256": self.tokenizer_sha256,
+                "corpus_sha256": self.progress["corpus_sha256"],
                 **extra,
             }
         )
@@ -440,10 +430,24 @@ PROGRESS_TYPES = {
     "interval_tokens": int,
     "interval_time": (int, float),
     "config_changes": list,
+    "plateau": dict,
     "best_step": (int, type(None)),
     "last_eval_step": (int, type(None)),
     "best_val_loss": (int, float, type(None)),
 }
+
+
+def older_plateau(state):
+    """The plateau's counters of a checkpoint written when tensorlab's ReduceLROnPlateau kept them ({} if none)."""
+    old = state.get("plateau") or state["progress"].get("plateau")  # beside progress, or in the .npz's progress
+    if isinstance(old, dict) and "scale" in old:  # today's
+        return {}
+    if not isinstance(old, dict) or "num_bad_steps" not in old:
+        return {"plateau": new_progress(None)["plateau"]}
+    groups = state["optimizer"]["param_groups"]
+    scale = groups[0]["lr"] / groups[0].get("initial_lr", groups[0]["lr"])  # the lr the plateau lowered, relative
+    best = old["best"] if math.isfinite(old["best"]) else None
+    return {"plateau": dict(best=best, bad_evals=old["num_bad_steps"], scale=scale)}
 
 
 def checked_progress(progress):
@@ -470,40 +474,3 @@ def check_finite(step, cfg, **values):
                 f"touch the checkpoints (latest keeps the last finite weights); try a lower --lr "
                 f"(now {cfg.lr:g}) or {clip}"
             )
-
-
-class MetricsError(ValueError):
-    """metrics.jsonl is not one JSON object per line."""
-
-
-def read_metrics(run_dir):
-    """The rows of a run's metrics.jsonl ([] when there is none yet); MetricsError naming the file and line."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise MetricsError(f"{path} is not text (UTF-8); delete it to continue without the old rows") from None
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            raise MetricsError(f"{path} line {number} is not JSON; fix or delete that line") from None
-        if not isinstance(rows[-1], dict) or not isinstance(rows[-1].get("step"), int):
-            raise MetricsError(f"{path} line {number} is not a metrics row (a JSON object with a step)")
-    return rows
-
-
-def is_evaluation(row):
-    """Whether a metrics row is an evaluation's (it has val_loss), not a train-loss row."""
-    return "val_loss" in row
-
-
-def write_metrics(run_dir, metrics):
-    """Rewrite metrics.jsonl atomically with every row so far."""
-    text = "".join(json.dumps(row) + "\n" for row in metrics)
-    write_atomically(Path(run_dir) / "metrics.jsonl", text.encode("utf-8"))

@@ -22,7 +22,7 @@ from models.checkpoint import read_checkpoint
 from models.data import perplexity
 from models.run_dir import LOCK_NAME  # the lock's holder note is rewritten by every start
 from models.trainer import is_evaluation
-from tensorlab import serialization
+from tensorlab import backend, serialization
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = str(ROOT / "configs" / "tiny.json")
@@ -204,7 +204,7 @@ def test_generate_with_a_bad_sampling_setting(run_dir, flags, fragment, capsys):
 
 
 def test_a_gpu_run_is_evaluated_and_sampled_on_the_cpu(copy, capsys):
-    if train.backend.gpu_available():
+    if backend.gpu_available():
         pytest.skip("this machine has a GPU: the CPU-only case cannot be shown here")
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps(dict(config, device="cuda")))  # as a GPU run saves it

@@ -12,9 +12,10 @@ import torch
 from safetensors.numpy import load_file
 
 import train
+from models.checkpoint import read_checkpoint
 from models.data import eval_windows, split_tokens
 from models.evaluate import evaluate
-from models.export import load_run_model
+from models.export import load_run_model, read_export
 from models.tokenizer import BPETokenizer
 from models.torch_model import load_exported, load_tensorlab_run
 
@@ -50,17 +51,21 @@ def ids_of(run_dir):
     return tok, split_tokens(tok.encode(TEXT), 0.1)[1]
 
 
-def test_export_writes_safetensors_and_config_that_pytorch_loads_to_the_same_logits(run_dir, capsys):
+def test_export_writes_one_safetensors_that_describes_itself_and_pytorch_loads_to_the_same_logits(run_dir, capsys):
     assert train.main(["export", str(run_dir)]) == 0
     out = run_dir / "export"
-    config = json.loads((out / "config.json").read_text())
-    assert config["model"]["d_model"] == 32 and config["torch_module"] == "models.torch_model.TorchTinyLM"
-    model, _ = load_run_model(run_dir)
+    assert [p.name for p in out.iterdir()] == ["model.safetensors"]  # one file: nothing to come apart
+    _, description = read_export(out)
+    assert description["model"]["d_model"] == 32 and description["torch_module"] == "models.torch_model.TorchTinyLM"
+    assert description["step"] == read_checkpoint(run_dir / "checkpoints" / "best")["step"]
+    assert description["config"] == json.loads((run_dir / "config.json").read_text())
+    model, _, _, tokenizer = load_run_model(run_dir)
+    assert description["tokenizer_sha256"] == tokenizer.fingerprint()
     arrays = load_file(str(out / "model.safetensors"))
     assert sorted(arrays) == sorted(model.state_dict())
     for name, array in model.state_dict().items():
         assert np.array_equal(arrays[name], array), name
-    twin = load_exported(out)
+    twin = load_exported(out, tokenizer)
     _, val = ids_of(run_dir)
     x = val[None, :32]
     ours, _ = model(x)
@@ -72,7 +77,7 @@ def test_export_writes_safetensors_and_config_that_pytorch_loads_to_the_same_log
 
 def test_export_of_a_directory_that_is_no_run_is_one_line(tmp_path, capsys):
     assert train.main(["export", str(tmp_path)]) == 2
-    out = capsys.readouterr().out.strip()
+    out = capsys.readouterr().err.strip()
     assert len(out.splitlines()) == 1 and "is not a run directory: it has no config.json" in out
 
 
@@ -102,7 +107,7 @@ def test_ddp_on_two_cpu_ranks_continues_from_the_checkpoint_with_identical_weigh
     assert [r["world_size"] for r in ranks] == [2, 2]
     a, b = (load_file(str(out / f"rank{r}.safetensors")) for r in (0, 1))
     assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)  # bit for bit
-    model, _ = load_run_model(run_dir, "latest")
+    model = load_run_model(run_dir, "latest")[0]
     assert not all(np.array_equal(a[k], v) for k, v in model.state_dict().items())  # it did train
     # the loss it starts from is tensorlab's loss of the checkpoint on the same validation windows
     tok, val = ids_of(run_dir)

@@ -123,7 +123,7 @@ def test_export_with_a_broken_tokenizer_is_one_line(tmp_path, capsys):
     (run / "config.json").write_text(Path(TINY).read_text())
     (run / "tokenizer.json").write_text(json.dumps({"format": FILE_FORMAT, "tokenizer": {"model": 3}}))
     assert cmd_export([str(run)]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert len(out.splitlines()) == 1 and "is not a usable tokenizer" in out and "Traceback" not in out
 
 

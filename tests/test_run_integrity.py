@@ -250,9 +250,9 @@ def test_a_run_killed_inside_its_first_evaluation_resumes_from_step_zero(tmp_pat
 def test_a_signal_inside_a_print_to_a_buffered_stderr_still_says_what_it_does(tmp_path, monkeypatch):
     """Ctrl-C landing inside a print to stderr, buffered as in a user's shell: the handler's own message must not
     be a second write into the same buffer (RuntimeError: reentrant call), whatever PYTHONUNBUFFERED says."""
-    import train
+    from models.stop import _StopOnSignal
 
-    stop, log = train._StopOnSignal(), open(tmp_path / "stderr", "wb")
+    stop, log = _StopOnSignal(), open(tmp_path / "stderr", "wb")
 
     class SignalMidWrite(io.RawIOBase):  # the file under stderr's buffer; the signal comes while it writes
         def writable(self):

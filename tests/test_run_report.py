@@ -15,6 +15,7 @@ import pytest
 import train
 from models import plots
 from models.report import UNDECODABLE_NOTE, write_outputs, write_report
+from models.sweep import finished_row
 from models.trainer import Trainer, is_evaluation, read_metrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,4 +260,4 @@ def test_a_run_whose_last_row_is_a_train_loss_row_has_not_finished(tmp_path):
         metrics=[dict(step=24, val_loss=4.0, full_eval=True), dict(step=26, train_loss=3.9, steps_averaged=2, lr=1e-3)],
         stop_reason=lambda: None,
     )
-    assert train.finished_row(resumed) is None
+    assert finished_row(resumed) is None
