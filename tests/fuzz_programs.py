@@ -709,6 +709,8 @@ def _ops():
     ops += [
         Op("leaky_relu", "F.leaky_relu(x, slope)", "TF.leaky_relu(x, slope)", leaky_args),
         Op("silu", "F.silu(x)", "TF.silu(x)", nothing),
+        Op("logsigmoid", "F.logsigmoid(x)", "TF.logsigmoid(x)", nothing),
+        Op("softplus", "F.softplus(x)", "TF.softplus(x)", nothing),
         Op("gelu", "F.gelu(x, approximate)", "TF.gelu(x, approximate=approximate)", gelu_args),
         Op("clamp", "F.clamp(x, lo, hi)", "torch.clamp(x, lo, hi)", clamp_args),
         Op("x.clamp", "x.clamp(lo, hi)", "x.clamp(lo, hi)", clamp_args),
@@ -746,6 +748,9 @@ def _ops():
     for name in ("all", "any"):
         ops.append(
             Op(f"x.{name}", f"x.{name}(axis, keepdims)", f"torch.{name}(x, dim=axis, keepdim=keepdims)", reduce_args)
+        )
+        ops.append(
+            Op(name, f"F.{name}(x, axis, keepdims)", f"torch.{name}(x, dim=axis, keepdim=keepdims)", reduce_args)
         )
     ops += [
         Op("softmax", "F.softmax(x, axis)", "torch.softmax(x, axis)", one_axis),
