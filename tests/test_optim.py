@@ -97,6 +97,19 @@ def test_sgd_matches_torch(dtype, options, backend):
     assert_same(params, twins, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sgd_on_a_0d_parameter_matches_torch(dtype):
+    # NumPy arithmetic on 0-d arrays gives scalars: an in-place momentum update would rebind, not update
+    params = [Parameter(np.array(0.5, dtype))]
+    twins = torch_twins(params)
+    grads = [[np.array(g, dtype)] for g in (0.0, 1.0, 1.0, -0.5)]
+    options = dict(lr=0.1, momentum=0.9, weight_decay=0.01)
+    run(SGD(params, **options), params, grads)
+    run(torch.optim.SGD(twins, **options), twins, grads)
+    ours, theirs = params[0].data, twins[0].detach().numpy()
+    assert ours.dtype == dtype and abs(ours - theirs) <= TOL[dtype] * max(abs(theirs), 1)
+
+
 def test_sgd_parameter_groups_match_torch():
     params, grads = make_params(np.float64), make_grads(np.float64)
     twins = torch_twins(params)

@@ -35,8 +35,7 @@ class SGD(Optimizer):
             b = state.get("momentum_buffer")
             if b is None:
                 b = state["momentum_buffer"] = g.copy()  # b = g
-            else:
-                b *= momentum
-                b += (1 - dampening) * g  # b = mu b + (1 - dampening) g
+            else:  # out of place: on a 0-d parameter NumPy gives scalars, which `b *= mu` would only rebind
+                b = state["momentum_buffer"] = momentum * b + (1 - dampening) * g  # b = mu b + (1 - dampening) g
             g = g + momentum * b if group["nesterov"] else b  # g = g + mu b  (Nesterov)  or  g = b
         p.data -= lr * g  # p = p - lr g
