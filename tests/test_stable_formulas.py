@@ -67,18 +67,19 @@ def sigmoid_slack(x, t, dtype):
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = np.abs(t * np.log(p) + (1 - t) * np.log1p(-p))
         relative = 4 * eps * (p / (1 - p) + 1)
-    no_digits = np.where(1 - p < 16 * eps, np.inf, 0.0)
-    return {
-        "value": relative * loss + no_digits,
-        "gradient 0": relative * np.abs(p - t) + no_digits,
-        "gradient 1": relative + no_digits,  # -log(p / (1 - p)): the relative error of 1 - p, as an absolute one
-    }
+        slack = {
+            "value": relative * loss,
+            "gradient 0": relative * np.abs(p - t),
+            "gradient 1": relative,  # -log(p / (1 - p)): the relative error of 1 - p, as an absolute one
+        }
+    return {what: np.where(1 - p < 16 * eps, np.inf, each) for what, each in slack.items()}
 
 
 def sigmoid_gradient_slack(x, dtype):
     """sigmoid's backward is y (1 - y) from the y forward kept: y's few ulps (4 eps y on any machine) become the
     gradient's absolute error, all of it relative where 1 - y is small (float32 x = 5: 1e-5 relative)."""
-    return {"gradient 0": 4 * np.finfo(dtype).eps / (1 + np.exp(-x))}
+    with np.errstate(over="ignore"):  # exp(1000): sigmoid 0, as it should be
+        return {"gradient 0": 4 * np.finfo(dtype).eps / (1 + np.exp(-x))}
 
 
 SLACK = {"binary_cross_entropy of sigmoid": sigmoid_slack, "sigmoid": sigmoid_gradient_slack}
