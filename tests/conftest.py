@@ -47,6 +47,14 @@ def corpus_file():
     return SMALL_CORPUS
 
 
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, corpus_file):
+    """A copy of the test corpus's first 30 KB, one per test module (a test may change it: its module's alone)."""
+    path = tmp_path_factory.mktemp("data") / "small.txt"
+    path.write_bytes(corpus_file.read_bytes()[:30_000])
+    return path
+
+
 def pytest_configure(config):
     # also declared in pyproject.toml; repeated here so the marker is known from any rootdir
     config.addinivalue_line("markers", "gpu: runs on CuPy: a real GPU, else the strict stand-in in tests/strict_cupy")

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import train
 from models.checkpoint import read_checkpoint
@@ -42,13 +41,6 @@ FLAGS = [
     260,
     "--no-report",
 ]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:30_000])
-    return path
 
 
 def start(out, corpus, aim_at_write):

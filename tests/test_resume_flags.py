@@ -24,13 +24,6 @@ STEPS = 8
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:30_000])
-    return path
-
-
-@pytest.fixture(scope="module")
 def stopped(corpus, tmp_path_factory):
     """A run of the tiny config stopped at step 8 (of a cosine meant to end at 8), evaluated every 4 steps."""
     out = tmp_path_factory.mktemp("runs") / "run"

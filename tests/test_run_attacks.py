@@ -21,13 +21,6 @@ OLD_RUN = Path(__file__).resolve().parent / "data" / "old_run"
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:30_000])
-    return path
-
-
-@pytest.fixture(scope="module")
 def finished(corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "run"
     assert train.main([str(a) for a in tiny_args(corpus, out)]) == 0  # 12 steps, evaluated at 10 and 12

@@ -22,13 +22,6 @@ from models.trainer import NonFiniteError
 from models.transformer import sample_next
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:30_000])
-    return path
-
-
 def _tmpfs(tmp_path, size):
     """A tmpfs of `size` where the machine lets us mount one (root); else None."""
     mount = tmp_path / "disk"

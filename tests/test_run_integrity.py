@@ -28,13 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--config", ROOT / "configs" / "tiny.json", "--vocab-size", 260, "--no-report"]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, corpus_file):
-    path = tmp_path_factory.mktemp("data") / "small.txt"
-    path.write_bytes(corpus_file.read_bytes()[:30_000])
-    return path
-
-
 def command(*args):
     return [sys.executable, str(ROOT / "train.py"), *map(str, args)]
 
