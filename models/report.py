@@ -51,13 +51,13 @@ def write_outputs(run, final):
 def run_summary(run, final):
     """The report's summary table: (what, value) rows for a finished run whose last metrics row is `final`."""
     cfg, tokenizer, model, progress = run.cfg, run.tokenizer, run.model, run.progress
-    train_tokens = progress["step"] * cfg.batch_size * cfg.model.context_len
+    train_tokens = progress.step * cfg.batch_size * cfg.model.context_len
     return [
         ("parameters", f"{model.num_parameters():,}"),
-        ("steps", f"{progress['step']:,} ({progress['stop_reason']})"),
+        ("steps", f"{progress.step:,} ({progress.stop_reason})"),
         ("training tokens", f"{train_tokens:,} (training split: {len(run.train_ids):,} tokens)"),
         ("wall time", f"{final['elapsed_s'] / 60:.1f} min ({final['elapsed_s']:,.1f} s), evaluations included"),
-        ("tokens per second", f"{train_tokens / max(progress['train_time_s'], 1e-9):,.0f} (training steps only)"),
+        ("tokens per second", f"{train_tokens / max(progress.train_time_s, 1e-9):,.0f} (training steps only)"),
         (
             "final validation (all tokens)",
             f"loss {final['val_loss']:.4f}, perplexity {final['perplexity']:.2f}, "
@@ -65,7 +65,7 @@ def run_summary(run, final):
         ),
         (
             "best validation loss",
-            f"{progress['best_val_loss']:.4f} at step {progress['best_step']}"
+            f"{progress.best_val_loss:.4f} at step {progress.best_step}"
             + (f" (on the {cfg.eval_batches} evaluation batches)" if cfg.eval_batches else ""),
         ),
         (
@@ -138,7 +138,7 @@ def write_figures(run, final):
         attention_figures.append((f"attention, layer {layer}", rel))
     snapshot_model = TinyTransformerLM(model.config).to(cfg.device)
     evolution = []
-    for step in progress["snapshots"]:
+    for step in progress.snapshots:
         load_checkpoint(run_dir / "checkpoints" / f"snapshot_step{step:06d}", snapshot_model)
         evolution.append((step, attention_of(snapshot_model, passage)))
     plots.attention_evolution(evolution, labels, figures / "attention_evolution.png")

@@ -149,14 +149,14 @@ def restore(trainer, latest, corpus_sha, saved):
             f"cannot resume: {checkpoint.checkpoint_path(latest)} does not hold a training state "
             f"({type(err).__name__}: {err})"
         ) from None
-    if trainer.progress["corpus_sha256"] != corpus_sha:
+    if trainer.progress.corpus_sha256 != corpus_sha:
         raise UsageError(
             f"cannot resume {trainer.run_dir}: the corpus differs from the one it was trained on "
-            f"(sha256 {str(trainer.progress['corpus_sha256'])[:12]}..., now {corpus_sha[:12]}...); "
+            f"(sha256 {str(trainer.progress.corpus_sha256)[:12]}..., now {corpus_sha[:12]}...); "
             f"give that file with --data"
         )
     run_dir_rules.check_tokenizer(state, trainer.tokenizer, checkpoint.checkpoint_path(latest))
-    step, max_steps = trainer.progress["step"], trainer.cfg.max_steps
+    step, max_steps = trainer.progress.step, trainer.cfg.max_steps
     if max_steps and max_steps < step:
         raise UsageError(
             f"cannot resume {trainer.run_dir} with --max-steps {max_steps}: it has reached step {step}; "
@@ -169,7 +169,7 @@ def restore(trainer, latest, corpus_sha, saved):
     changes = trainer.note_changes(trained_with)
     if changes:
         said = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in changes.items())
-        print(f"resuming at step {trainer.progress['step']} with changed settings: {said}", file=sys.stderr)
+        print(f"resuming at step {trainer.progress.step} with changed settings: {said}", file=sys.stderr)
     if not exact:
         print(
             f"note: {checkpoint.checkpoint_path(latest)} was saved on a GPU before tensorlab saved the dropout "
@@ -196,7 +196,7 @@ def train(trainer, report=True):
     open_run_dir(trainer)
     bar = tqdm(
         total=cfg.max_steps or None,
-        initial=trainer.progress["step"],
+        initial=trainer.progress.step,
         desc=run_dir.name,
         unit="step",
         dynamic_ncols=True,
@@ -218,7 +218,7 @@ def train(trainer, report=True):
     except KeyboardInterrupt:
         print(
             f"interrupted in the middle of a step or an evaluation: nothing more saved; the latest checkpoint is "
-            f"the one saved before step {trainer.progress['step'] + 1}",
+            f"the one saved before step {trainer.progress.step + 1}",
             file=sys.stderr,
         )
         return None
@@ -227,7 +227,7 @@ def train(trainer, report=True):
         trainer.on_step = user_on_step
     if final is None:
         print(
-            f"interrupted at step {trainer.progress['step']}: saved {run_dir / 'checkpoints' / 'latest'}; "
+            f"interrupted at step {trainer.progress.step}: saved {run_dir / 'checkpoints' / 'latest'}; "
             f"continue with python train.py --resume {run_dir}",
             file=sys.stderr,
         )

@@ -59,10 +59,10 @@ def sweep_row(name, trainer, final):
     return {
         "config": name,
         "parameters": trainer.model.num_parameters(),
-        "steps": progress["step"],
+        "steps": progress.step,
         "minutes": final["elapsed_s"] / 60,
-        "tokens/s": progress["step"] * cfg.batch_size * cfg.model.context_len / max(progress["train_time_s"], 1e-9),
-        "best val loss": progress["best_val_loss"],
+        "tokens/s": progress.step * cfg.batch_size * cfg.model.context_len / max(progress.train_time_s, 1e-9),
+        "best val loss": progress.best_val_loss,
         "final val loss": final["val_loss"],
         "perplexity": final["perplexity"],
         "bits per byte": final["bits_per_byte"],

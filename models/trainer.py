@@ -25,8 +25,10 @@ cosine ends at `horizon` (renewed from the speed so far when --max-minutes bound
 the plateau schedule's scale is the one thing a step cannot recompute, so progress keeps it.
 """
 
+import dataclasses
 import math
 import time
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -73,27 +75,48 @@ def lr_at(cfg, step, horizon_steps, plateau_scale=1.0):
     return cfg.min_lr + coeff * (cfg.lr - cfg.min_lr)
 
 
-def new_progress(corpus_sha256):
-    """The counters of a run that has not started."""
-    return dict(
-        step=0,
-        elapsed_s=0.0,
-        train_time_s=0.0,
-        best_val_loss=None,
-        best_step=None,
-        evals_since_best=0,
-        last_eval_step=None,
-        snapshots=[],
-        train_losses=[],  # since the last evaluation
-        losses_since_log=[],  # since the last train-loss row
-        corpus_sha256=corpus_sha256,
-        stop_reason=None,
-        last={},
-        interval_tokens=0,
-        interval_time=0.0,
-        config_changes=[],  # [{"step", "changed": {name: [old, new]}}]: settings a resume changed, and when
-        plateau=dict(best=None, bad_evals=0, scale=1.0),  # the plateau schedule's counters (Trainer.evaluate)
-    )
+@dataclasses.dataclass
+class Progress:
+    """The counters of a run: what a checkpoint holds besides arrays, the configs and the random streams."""
+
+    step: int = 0
+    elapsed_s: float = 0.0
+    train_time_s: float = 0.0
+    best_val_loss: float | None = None
+    best_step: int | None = None
+    evals_since_best: int = 0
+    last_eval_step: int | None = None
+    snapshots: list = dataclasses.field(default_factory=list)
+    train_losses: list = dataclasses.field(default_factory=list)  # since the last evaluation
+    losses_since_log: list = dataclasses.field(default_factory=list)  # since the last train-loss row
+    corpus_sha256: str | None = None
+    stop_reason: str | None = None
+    last: dict = dataclasses.field(default_factory=dict)  # the latest step's lr, gradient norms, update ratios
+    interval_tokens: int = 0
+    interval_time: float = 0.0
+    config_changes: list = dataclasses.field(default_factory=list)  # [{"step", "changed": {name: [old, new]}}]
+    plateau: dict = dataclasses.field(default_factory=lambda: dict(best=None, bad_evals=0, scale=1.0))
+
+    @classmethod
+    def from_dict(cls, saved):
+        """The progress a checkpoint saved; ValueError naming every counter whose type is not its field's.
+
+        A counter a checkpoint lacks (an older one's) takes its default; one this class no longer has is dropped.
+        """
+        kinds = {field.name: field.type for field in dataclasses.fields(cls)}
+        given = {name: value for name, value in saved.items() if name in kinds}
+        wrong = [f"{name}={value!r}" for name, value in given.items() if not _fits(value, kinds[name])]
+        if wrong:
+            raise ValueError(f"its progress has values of the wrong type: {', '.join(wrong)}")
+        if "losses_since_log" not in given:  # saved before train-loss rows: they start at its evaluation
+            given["losses_since_log"] = list(given.get("train_losses", []))
+        return cls(**given)
+
+
+def _fits(value, kind):
+    """Whether `value` is of the annotated type `kind` (an int is a float too, a bool is not a number)."""
+    kinds = typing.get_args(kind) or (kind,)
+    return isinstance(value, kinds + ((int,) if float in kinds else ())) and not isinstance(value, bool)
 
 
 class Trainer:
@@ -115,7 +138,7 @@ class Trainer:
         )
         self.batch_rng = np.random.default_rng([cfg.seed, 1])  # its own stream, apart from tensorlab's (init, dropout)
         self.tensorlab_rng = tl_random.get_state()  # as it is once the model is built; fit() continues it
-        self.progress, self.metrics = new_progress(corpus_sha256), []
+        self.progress, self.metrics = Progress(corpus_sha256=corpus_sha256), []
         self.tokenizer_sha256 = tokenizer.fingerprint()  # every checkpoint records it (models/run_dir.check_tokenizer)
         self.groups = layer_groups(self.model)
         self._clock = (time.perf_counter(), 0.0)  # (when fit started, elapsed_s then)
@@ -131,7 +154,7 @@ class Trainer:
             "batch_rng": self.batch_rng.bit_generator.state,
             "tensorlab_rng": self.tensorlab_rng,
             "config": self.cfg.to_dict(),
-            "progress": dict(self.progress, elapsed_s=self.elapsed()),
+            "progress": {**dataclasses.asdict(self.progress), "elapsed_s": self.elapsed()},
             "tokenizer_sha256": self.tokenizer_sha256,
         }
 
@@ -145,21 +168,19 @@ class Trainer:
         self.batch_rng.bit_generator.state = state["batch_rng"]
         self.tensorlab_rng = state["tensorlab_rng"]
         tl_random.set_state(self.tensorlab_rng)  # a malformed one is refused here, not at the first step
-        self.progress = p = checked_progress({**new_progress(None), **state["progress"], **older_plateau(state)})
-        if "losses_since_log" not in state["progress"]:  # saved before train-loss rows: they start at its evaluation
-            p["losses_since_log"] = list(p["train_losses"])
-        last_eval, last_log = p["last_eval_step"], p["step"] - len(p["losses_since_log"])
+        self.progress = p = Progress.from_dict({**state["progress"], **older_plateau(state)})
+        last_eval, last_log = p.last_eval_step, p.step - len(p.losses_since_log)
         self.metrics = [
             row
             for row in read_metrics(self.run_dir)
             if last_eval is not None and row["step"] <= (last_eval if is_evaluation(row) else last_log)
         ]
-        self._clock = (time.perf_counter(), self.progress["elapsed_s"])
+        self._clock = (time.perf_counter(), self.progress.elapsed_s)
         return tl_random.restores_exactly(self.tensorlab_rng)
 
     def note_changes(self, trained_with):
         """Record the settings that changed since `trained_with` (the config dict the checkpoint was trained with) in
-        progress["config_changes"], for the next evaluation row; returns {name: [old, new]} of every change.
+        progress.config_changes, for the next evaluation row; returns {name: [old, new]} of every change.
 
         Nothing else is needed: every step takes the lr, the weight decay and the betas from the config in
         force (apply_config). models/run_dir.py's RESUME_POLICY says what a resume does with each setting.
@@ -167,8 +188,8 @@ class Trainer:
         changed = resume_changes(trained_with, self.cfg.to_dict(), APPLY)
         changes = {name.removeprefix("model."): v for name, v in changed.items()}
         if changes:
-            self.progress["config_changes"] = self.progress["config_changes"] + [
-                {"step": self.progress["step"], "changed": changes}
+            self.progress.config_changes = self.progress.config_changes + [
+                {"step": self.progress.step, "changed": changes}
             ]
         return changes
 
@@ -176,7 +197,7 @@ class Trainer:
         """Put the config in force into the optimizer for the step after `step`: lr_at's lr, the weight decay of the
         decayed group (biases and gains keep 0), the betas; returns the lr."""
         cfg = self.cfg
-        lr = lr_at(cfg, step, horizon(cfg, step, self.elapsed()), self.progress["plateau"]["scale"])
+        lr = lr_at(cfg, step, horizon(cfg, step, self.elapsed()), self.progress.plateau["scale"])
         for group in self.optimizer.param_groups:
             group.update(lr=lr, betas=(cfg.beta1, cfg.beta2))
         self.optimizer.param_groups[0]["weight_decay"] = cfg.weight_decay  # weight_decay_groups: decayed first
@@ -191,7 +212,7 @@ class Trainer:
 
     def step(self):
         """One optimizer step on one random batch; returns the loss (a float: the step's one fetch from the device)."""
-        cfg, step = self.cfg, self.progress["step"]
+        cfg, step = self.cfg, self.progress.step
         logged = self._logged(step + 1)  # per-layer statistics only for steps an evaluation row shows
         t0 = time.perf_counter()
         x, y = random_windows(
@@ -209,20 +230,16 @@ class Trainer:
         self.optimizer.step()
         dt = time.perf_counter() - t0
         p = self.progress
-        p.update(
-            step=step + 1,
-            train_time_s=p["train_time_s"] + dt,
-            interval_tokens=p["interval_tokens"] + x.size,
-            interval_time=p["interval_time"] + dt,
-            last=dict(
-                lr=lr,
-                grad_norm=grad_norm,
-                layer_grad_norm=layer_norms,
-                layer_update_ratio=update_ratios(self.groups, before) if logged else None,
-            ),
+        p.step, p.train_time_s = step + 1, p.train_time_s + dt
+        p.interval_tokens, p.interval_time = p.interval_tokens + x.size, p.interval_time + dt
+        p.last = dict(
+            lr=lr,
+            grad_norm=grad_norm,
+            layer_grad_norm=layer_norms,
+            layer_update_ratio=update_ratios(self.groups, before) if logged else None,
         )
-        p["train_losses"].append(loss_value)
-        p["losses_since_log"].append(loss_value)
+        p.train_losses.append(loss_value)
+        p.losses_since_log.append(loss_value)
         self.tensorlab_rng = tl_random.get_state()  # after this step's dropout masks
         return loss_value
 
@@ -233,24 +250,24 @@ class Trainer:
     def log_train_loss(self):
         """Append a train-loss row for the steps since the last one (none when there are none)."""
         p = self.progress
-        if p["losses_since_log"]:
-            losses = p["losses_since_log"]
+        if p.losses_since_log:
+            losses = p.losses_since_log
             self.metrics.append(
                 dict(
-                    step=p["step"],
+                    step=p.step,
                     train_loss=math.fsum(losses) / len(losses),
                     steps_averaged=len(losses),
-                    lr=p["last"]["lr"],
+                    lr=p.last["lr"],
                 )
             )
-            p["losses_since_log"] = []
+            p.losses_since_log = []
 
     # ----- evaluation and checkpoints ------------------------------------------------------------------------
 
     def evaluate(self, final=False):
         """Evaluate the model now, log an evaluation row, keep best and latest; the final one uses every token."""
         self.log_train_loss()  # each evaluation row follows the train-loss row of its step
-        step, metrics = self.progress["step"], self.metrics
+        step, metrics = self.progress.step, self.metrics
         same_step = bool(metrics) and is_evaluation(metrics[-1]) and metrics[-1]["step"] == step
         if final and same_step and metrics[-1]["full_eval"]:
             return metrics[-1]  # this very model was just evaluated on every token
@@ -267,27 +284,28 @@ class Trainer:
             if self.cfg.schedule == "plateau" and step >= self.cfg.warmup_steps:
                 self._plateau(val["loss"])
         metrics.append(row)
-        self.progress.update(train_losses=[], last_eval_step=step, interval_tokens=0, interval_time=0.0)
+        p = self.progress
+        p.train_losses, p.last_eval_step, p.interval_tokens, p.interval_time = [], step, 0, 0.0
         self._snapshot(step, final)
         self.save_latest()
         return row
 
     def _row(self, step, val, final):
-        p, last = self.progress, self.progress["last"]
+        p, last = self.progress, self.progress.last
         return dict(
             step=step,
-            train_loss=float(np.mean(p["train_losses"])) if p["train_losses"] else None,
+            train_loss=float(np.mean(p.train_losses)) if p.train_losses else None,
             val_loss=val["loss"],
             perplexity=val["perplexity"],
             bits_per_byte=val["bits_per_byte"],
             lr=last.get("lr"),
-            tokens_per_s=p["interval_tokens"] / p["interval_time"] if p["interval_time"] else None,
+            tokens_per_s=p.interval_tokens / p.interval_time if p.interval_time else None,
             grad_norm=last.get("grad_norm"),
             elapsed_s=self.elapsed(),
             full_eval=final or self.cfg.eval_batches == 0,
             layer_grad_norm=last.get("layer_grad_norm"),
             layer_update_ratio=last.get("layer_update_ratio"),
-            config_changes=[c for c in p["config_changes"] if c["step"] >= (p["last_eval_step"] or 0)] or None,
+            config_changes=[c for c in p.config_changes if c["step"] >= (p.last_eval_step or 0)] or None,
         )
 
     def _keep_best(self, step, val, final):
@@ -297,16 +315,16 @@ class Trainer:
             score = evaluate(self.model, self.val_ids, self.tokenizer, self.cfg.batch_size, self.cfg.eval_batches)[
                 "loss"
             ]
-        if self.progress["best_val_loss"] is None or score < self.progress["best_val_loss"]:
+        if self.progress.best_val_loss is None or score < self.progress.best_val_loss:
             self.save("best", val_loss=score)
-            self.progress.update(best_val_loss=score, best_step=step, evals_since_best=0)
+            self.progress.best_val_loss, self.progress.best_step, self.progress.evals_since_best = score, step, 0
         else:
-            self.progress["evals_since_best"] += 1
+            self.progress.evals_since_best += 1
 
     def _plateau(self, val_loss):
         """Count an evaluation without improvement (torch's ReduceLROnPlateau: by more than 1e-4 relative); past
         plateau_patience of them, scale the lr by plateau_factor."""
-        plateau = self.progress["plateau"]
+        plateau = self.progress.plateau
         if plateau["best"] is None or val_loss < plateau["best"] * (1 - 1e-4):
             plateau.update(best=val_loss, bad_evals=0)
         elif plateau["bad_evals"] + 1 > self.cfg.plateau_patience:
@@ -315,7 +333,7 @@ class Trainer:
             plateau["bad_evals"] += 1
 
     def _snapshot(self, step, final):
-        snaps = self.progress["snapshots"]  # at 0, 1, 2, 4, 8, ... eval intervals, and the end
+        snaps = self.progress.snapshots  # at 0, 1, 2, 4, 8, ... eval intervals, and the end
         if not snaps or snaps[-1] != step and (final or step >= 2 * max(snaps[-1], self.cfg.eval_interval // 2)):
             self.save(f"snapshot_step{step:06d}")
             snaps.append(step)
@@ -345,9 +363,9 @@ class Trainer:
             else {
                 "model": self.model.state_dict(),
                 "model_config": self.model.config.to_dict(),
-                "step": self.progress["step"],
+                "step": self.progress.step,
                 "tokenizer_sha256": self.tokenizer_sha256,
-                "corpus_sha256": self.progress["corpus_sha256"],
+                "corpus_sha256": self.progress.corpus_sha256,
                 **extra,
             }
         )
@@ -355,7 +373,7 @@ class Trainer:
             save_checkpoint(path, state)
         except NonFiniteParameter as err:
             raise NonFiniteError(
-                f"step {self.progress['step']}: {err.detail}; stopped before it could touch the "
+                f"step {self.progress.step}: {err.detail}; stopped before it could touch the "
                 f"checkpoints (latest keeps the last finite weights); try a lower --lr (now {self.cfg.lr:g})"
             ) from None
 
@@ -364,11 +382,11 @@ class Trainer:
     def stop_reason(self):
         """Why the run ends now, or None."""
         cfg, p = self.cfg, self.progress
-        if cfg.max_steps and p["step"] >= cfg.max_steps:
+        if cfg.max_steps and p.step >= cfg.max_steps:
             return f"reached max_steps={cfg.max_steps}"
         if cfg.max_minutes and self.elapsed() >= cfg.max_minutes * 60:
             return f"reached max_minutes={cfg.max_minutes:g}"
-        if cfg.early_stopping_patience and p["evals_since_best"] >= cfg.early_stopping_patience:
+        if cfg.early_stopping_patience and p.evals_since_best >= cfg.early_stopping_patience:
             return f"early stopping: no better val loss in {cfg.early_stopping_patience} evaluations"
         return None
 
@@ -381,8 +399,8 @@ class Trainer:
         snapshot and best are redone whole from the latest before it) and propagates.
         """
         tl_random.set_state(self.tensorlab_rng)
-        self._clock = (time.perf_counter(), self.progress["elapsed_s"])
-        self.progress["stop_reason"], self._busy = None, False
+        self._clock = (time.perf_counter(), self.progress.elapsed_s)
+        self.progress.stop_reason, self._busy = None, False
         with np.errstate(all="ignore"):  # a NaN or inf is caught by check_finite, not printed as a warning
             try:
                 self._loop(stop_requested, report)
@@ -394,47 +412,28 @@ class Trainer:
             else:
                 return self.evaluate(final=True)
             finally:
-                self.progress["elapsed_s"] = self.elapsed()  # the clock a later fit() starts from
+                self.progress.elapsed_s = self.elapsed()  # the clock a later fit() starts from
 
     def _loop(self, stop_requested, report):
         p, cfg = self.progress, self.cfg
         while True:
-            if p["step"] % cfg.eval_interval == 0 and p["last_eval_step"] != p["step"]:
+            if p.step % cfg.eval_interval == 0 and p.last_eval_step != p.step:
                 self._busy = True  # an interrupt inside propagates: a resume redoes the evaluation whole
                 report(self.evaluate())
                 self._busy = False
-            p["stop_reason"] = self.stop_reason()
-            if p["stop_reason"]:
+            p.stop_reason = self.stop_reason()
+            if p.stop_reason:
                 return
             self._busy = True
             self.step()  # a KeyboardInterrupt in here propagates: a half-made step is never saved
             self._busy = False
-            if p["step"] % cfg.log_interval == 0:
+            if p.step % cfg.log_interval == 0:
                 self.log_train_loss()
-            self.on_step(p["step"])
+            self.on_step(p.step)
             if stop_requested():
                 raise KeyboardInterrupt
-            if cfg.checkpoint_interval and p["step"] % cfg.checkpoint_interval == 0:
+            if cfg.checkpoint_interval and p.step % cfg.checkpoint_interval == 0:
                 self.save_latest()
-
-
-PROGRESS_TYPES = {
-    "step": int,
-    "elapsed_s": (int, float),
-    "train_time_s": (int, float),
-    "evals_since_best": int,
-    "snapshots": list,
-    "train_losses": list,
-    "losses_since_log": list,
-    "last": dict,
-    "interval_tokens": int,
-    "interval_time": (int, float),
-    "config_changes": list,
-    "plateau": dict,
-    "best_step": (int, type(None)),
-    "last_eval_step": (int, type(None)),
-    "best_val_loss": (int, float, type(None)),
-}
 
 
 def older_plateau(state):
@@ -443,23 +442,11 @@ def older_plateau(state):
     if isinstance(old, dict) and "scale" in old:  # today's
         return {}
     if not isinstance(old, dict) or "num_bad_steps" not in old:
-        return {"plateau": new_progress(None)["plateau"]}
+        return {"plateau": Progress().plateau}
     groups = state["optimizer"]["param_groups"]
     scale = groups[0]["lr"] / groups[0].get("initial_lr", groups[0]["lr"])  # the lr the plateau lowered, relative
     best = old["best"] if math.isfinite(old["best"]) else None
     return {"plateau": dict(best=best, bad_evals=old["num_bad_steps"], scale=scale)}
-
-
-def checked_progress(progress):
-    """`progress` if each counter has its type, else a ValueError naming the ones that do not."""
-    wrong = [
-        f"{key}={progress[key]!r}"
-        for key, kind in PROGRESS_TYPES.items()
-        if not isinstance(progress[key], kind) or isinstance(progress[key], bool)
-    ]
-    if wrong:
-        raise ValueError(f"its progress has values of the wrong type: {', '.join(wrong)}")
-    return progress
 
 
 def check_finite(step, cfg, **values):

@@ -4,6 +4,7 @@ Also the non-finite guard: a diverging run stops at once with one line (exit sta
 and its checkpoints keep the last finite weights.
 """
 
+import dataclasses
 import json
 import math
 import pickle
@@ -21,7 +22,7 @@ import train
 from models.checkpoint import read_checkpoint
 from models.data import perplexity
 from models.run_dir import LOCK_NAME  # the lock's holder note is rewritten by every start
-from models.trainer import is_evaluation
+from models.trainer import Progress, is_evaluation
 from tensorlab import backend, serialization
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +155,16 @@ def test_a_checkpoint_whose_progress_has_the_wrong_types(copy, capsys):
     serialization.save(tensors, meta, path)
     status, _, err = run_main(["--resume", copy, "--max-steps", 20], capsys)
     assert_one_line(status, err, "latest.safetensors does not hold a training state", "step='12'", "train_losses=None")
+
+
+@pytest.mark.parametrize("field", dataclasses.fields(Progress), ids=lambda field: field.name)
+def test_every_counter_of_progress_is_checked_against_its_field(field):
+    """The check is the dataclass's own fields: a counter added to Progress cannot go unchecked."""
+    saved = dataclasses.asdict(Progress(corpus_sha256="ab"))
+    for wrong in (True, "7" if field.type != str | None else 7):
+        with pytest.raises(ValueError, match=f"wrong type: {field.name}={wrong!r}"):
+            Progress.from_dict({**saved, field.name: wrong})
+    assert Progress.from_dict({**saved, "counter_of_an_older_version": 1}) == Progress(corpus_sha256="ab")
 
 
 @pytest.mark.parametrize("name", ["latest", "best"])

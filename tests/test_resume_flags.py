@@ -44,7 +44,7 @@ def test_lr_min_lr_and_warmup_move_the_schedule_and_every_group(stopped, tmp_pat
     trainer = resumed(stopped, tmp_path, "--lr", 0.03, "--min-lr", 0.001, "--warmup-steps", 4)
     trainer.step()  # the lr is a function of the step and the config in force, assigned before every step
     expected = WarmupCosine(0.03, 0.001, 4, 2 * STEPS).lr_at(STEPS)  # tensorlab's schedule, written apart
-    assert trainer.progress["last"]["lr"] == pytest.approx(expected, rel=1e-12)
+    assert trainer.progress.last["lr"] == pytest.approx(expected, rel=1e-12)
     assert [g["lr"] for g in trainer.optimizer.param_groups] == pytest.approx([expected] * 2, rel=1e-12)
 
 
@@ -64,8 +64,8 @@ def test_betas_reach_every_group(stopped, tmp_path, flag, betas):
 def test_grad_clip_and_batch_size_act_on_the_next_step(stopped, tmp_path):
     trainer = resumed(stopped, tmp_path, "--grad-clip", 1e-6, "--batch-size", 3)
     trainer.step()
-    assert trainer.progress["interval_tokens"] == 3 * trainer.cfg.model.context_len  # 3 windows of seq_len
-    assert trainer.progress["last"]["grad_norm"] > 1e-6  # the norm before clipping, logged
+    assert trainer.progress.interval_tokens == 3 * trainer.cfg.model.context_len  # 3 windows of seq_len
+    assert trainer.progress.last["grad_norm"] > 1e-6  # the norm before clipping, logged
     before = {n: p.data.copy() for n, p in trainer.model.named_parameters()}
     trainer.step()  # Adam normalises the clipped gradient, so a tiny clip still moves weights by about lr
     assert all(np.isfinite(p.data).all() for p in trainer.model.parameters()) and any(

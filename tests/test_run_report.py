@@ -73,7 +73,7 @@ def test_a_train_loss_row_every_log_interval_steps_and_before_each_evaluation(ru
     assert [row["steps_averaged"] for row in rows] == [end - start for start, end in zip(starts, logged)]
     for row, start in zip(rows, starts):
         assert row["train_loss"] == pytest.approx(np.mean(losses[start : row["step"]]), rel=1e-12, abs=0)
-    assert rows[-1]["lr"] == trainer.progress["last"]["lr"]
+    assert rows[-1]["lr"] == trainer.progress.last["lr"]
 
 
 def test_evaluation_rows_keep_their_mean_since_the_previous_evaluation(run):
@@ -123,7 +123,7 @@ def test_rows_written_just_before_a_kill_that_latest_never_counted_are_written_o
     save = Trainer.save
 
     def killed_writing_latest(trainer, name, **extra):
-        if name == "latest" and trainer.progress["step"] == 16:
+        if name == "latest" and trainer.progress.step == 16:
             raise Crash
         return save(trainer, name, **extra)
 

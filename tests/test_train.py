@@ -246,13 +246,13 @@ def test_wall_time_carries_over_a_second_fit_and_reaches_the_report(corpus, tmp_
     trainer.on_step = lambda step: time.sleep(0.5)  # 1.5 s of wall time in the first fit, beyond its steps
     stops = iter([False, False, True])
     assert trainer.fit(lambda: next(stops), report=lambda row: None) is None
-    first, steps_time = trainer.progress["elapsed_s"], trainer.progress["train_time_s"]
+    first, steps_time = trainer.progress.elapsed_s, trainer.progress.train_time_s
     assert first >= 1.5 + steps_time
     trainer.on_step = lambda step: None
     started = time.perf_counter()
     final = trainer.fit(report=lambda row: None)
     second = time.perf_counter() - started
-    assert first + (trainer.progress["train_time_s"] - steps_time) <= final["elapsed_s"] <= first + second
+    assert first + (trainer.progress.train_time_s - steps_time) <= final["elapsed_s"] <= first + second
     summary = dict(run_summary(trainer, final))
     assert summary["wall time"].endswith(f"({final['elapsed_s']:,.1f} s), evaluations included")
 
