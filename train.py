@@ -18,9 +18,8 @@ rules of the run directory (its files, its lock, when a resume may start) are mo
 A NaN or infinite loss stops the run with one line (exit status 3).
 A run directory holds config.json, tokenizer.json, metrics.jsonl, report.md, samples.txt, topk.md,
 checkpoints/ (latest, best and a few model snapshots, .safetensors) and figures/. A run from its
-start to its end is models/run.py, the training loop models/trainer.py, a sweep models/sweep.py;
-this file is the command line: train.py -> run_dir.Run (the run's config and lock) -> models/run.py
-prepare_run -> Trainer.
+start to its end is models/run.py's Run, the training loop models/trainer.py, a sweep models/sweep.py;
+this file is the command line, and the resume walk is train.py -> Run -> Trainer.
 
 The learning rate warms up linearly for warmup_steps, then follows a cosine down to min_lr
 that ends at the horizon: max_steps, or, when max_minutes ends the run first, the number of
@@ -35,7 +34,6 @@ validation loss stalls; constant warms up and stays.
 """
 
 import argparse
-import contextlib
 import errno
 import math
 import sys
@@ -48,26 +46,14 @@ import tensorlab
 import tensorlab.command_line
 import tensorlab.memory
 import tensorlab.threads
-from models import checkpoint
-from models import run_dir as run_dir_rules
-from models.checkpoint import load_checkpoint, read_checkpoint
 from models.evaluate import evaluate
 from models.export import cmd_export
-from models.run import (  # noqa: F401 (open_run_dir: tests call it as train.open_run_dir)
-    UsageError,
-    checked_config,
-    load_data,
-    load_tokenizer,
-    open_run_dir,
-    prepare_run,
-    train,
-)
+from models.run import Run, UsageError, load_data, load_run
+from models.run_dir import RunDirError, checked_path
 from models.stop import STOP
 from models.sweep import sweep
 from models.train_config import ConfigError, TrainConfig, add_flags, flag_values
 from models.trainer import NonFiniteError
-from models.transformer import TinyTransformerLM
-from tensorlab.serialization import CheckpointError
 
 # ----- the command line ----------------------------------------------------------------------------------
 
@@ -93,23 +79,10 @@ def train_parser():
     return parser
 
 
-def resolve_config(args, saved=None):
-    """The run's TrainConfig: the default, a --config file or a resumed run's config (`saved`, if read), then the
-    flags."""
-    if args.resume and args.config:
-        raise UsageError("--resume continues a run with its own config.json; leave out --config")
-    for flag in ("resume", "out", "config"):
-        if getattr(args, flag) is not None:
-            run_dir_rules.checked_path(getattr(args, flag), f"--{flag}")
-    try:
-        if args.resume:
-            base = saved or run_dir_rules.saved_config(args.resume)
-        else:
-            base = TrainConfig.from_json(args.config) if args.config else TrainConfig()
-        cfg = base.replace(**flag_values(args))  # a model flag is checked here, with its ModelConfig
-    except ConfigError as err:
-        raise UsageError(str(err)) from None
-    return checked_config(cfg)
+def resolve_config(args):
+    """The config of a new run: the default or a --config file, then the flags."""
+    base = TrainConfig() if args.config is None else TrainConfig.from_json(checked_path(args.config, "--config"))
+    return base.replace(**flag_values(args))
 
 
 def default_out(config_path):
@@ -121,63 +94,39 @@ def default_out(config_path):
 def cmd_train(argv, on_step=None):
     """train.py [--config FILE] [--out DIR | --resume RUN_DIR] [flags]"""
     args = train_parser().parse_args(argv)
-    saved = run_dir_rules.saved_config(run_dir_rules.checked_path(args.resume, "--resume")) if args.resume else None
-    cfg = resolve_config(args, saved)
-    run_dir = Path(args.resume) if args.resume else Path(args.out or default_out(args.config))
-    if args.resume and args.out and Path(args.out) != run_dir:
+    if args.resume is None:
+        out = args.out if args.out is not None else default_out(args.config)
+        run = Run.new(out, resolve_config(args), on_step)
+    elif args.config is not None:
+        raise UsageError("--resume continues a run with its own config.json; leave out --config")
+    elif args.out is not None and Path(args.out) != Path(args.resume):
         raise UsageError("--resume writes into the run it continues; leave out --out")
-    with run_dir_rules.locked(run_dir) as run:
-        trainer = prepare_run(cfg, run, bool(args.resume), on_step, saved)
-        return 0 if train(trainer, not args.no_report) else STOP.exit_status()
-
-
-def load_run(run_dir, checkpoint_name="best", data=None, device=None):
-    """A run's config, tokenizer and model with the named checkpoint loaded (on `device`, default the run's)."""
-    run_dir = run_dir_rules.checked_path(run_dir, "RUN_DIR")
-    for name in ("config.json", "tokenizer.json"):
-        if not (run_dir / name).is_file():
-            raise UsageError(f"{run_dir} is not a run directory: it has no {name}")
-    try:
-        cfg = TrainConfig.from_json(run_dir / "config.json")
-        cfg = checked_config(cfg.replace(**{k: v for k, v in (("data", data), ("device", device)) if v}))
-        tokenizer = load_tokenizer(run_dir / "tokenizer.json")
-        tensorlab.manual_seed(cfg.seed)
-        model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
-        path = run_dir / "checkpoints" / checkpoint_name
-        if not checkpoint.exists(path):
-            raise UsageError(
-                f"{run_dir} has no {checkpoint_name} checkpoint yet (none is written before the first "
-                f"evaluation); continue the run with --resume {run_dir}"
-            )
-        state = load_checkpoint(path, model)
-        run_dir_rules.check_tokenizer(state, tokenizer, checkpoint.checkpoint_path(path))
-    except (ConfigError, CheckpointError, ValueError) as err:
-        raise UsageError(str(err)) from None
-    return cfg, tokenizer, model, state
+    else:
+        run = Run.resume(args.resume, flag_values(args), on_step)
+    with run as run:
+        return 0 if run.train(not args.no_report) else STOP.exit_status()
 
 
 def eval_parser():
     parser = _Parser(prog="train.py eval", description="Evaluate a run's checkpoint on every validation token.")
     parser.add_argument("run_dir")
     parser.add_argument("--checkpoint", default="best", help="best, latest, or snapshot_stepNNNNNN [best]")
-    parser.add_argument("--data", metavar="PATH", help="the corpus, if not where the run found it")
-    parser.add_argument("--force", action="store_true", help="evaluate on --data even if it is not the run's corpus")
-    parser.add_argument("--device", choices=("cpu", "cuda"), help="where to evaluate [the run's device]")
+    add_run_flags(parser)
     return parser
+
+
+def add_run_flags(parser):
+    """--data, --force and --device: where eval and generate find the run's corpus, and where they run."""
+    parser.add_argument("--data", metavar="PATH", help="the corpus, if not where the run found it")
+    parser.add_argument("--force", action="store_true", help="use --data even if it is not the run's corpus")
+    parser.add_argument("--device", choices=("cpu", "cuda"), help="where to run the model [the run's device]")
 
 
 def cmd_eval(argv):
     """train.py eval RUN_DIR [--checkpoint best|latest|snapshot_stepN] [--data PATH [--force]] [--device]"""
     args = eval_parser().parse_args(argv)
-    cfg, tokenizer, model, state = load_run(args.run_dir, args.checkpoint, args.data, args.device)
-    _, _, val_ids, corpus_sha = load_data(cfg, tokenizer)
-    trained_on = state.get("corpus_sha256") or run_corpus_sha(args.run_dir)
-    if trained_on not in (None, corpus_sha) and not args.force:
-        given = f"--data {args.data}" if args.data else f"the corpus at {cfg.data or 'the default place'}"
-        raise UsageError(
-            f"{given} is not the corpus {args.run_dir} was trained on (sha256 {corpus_sha[:12]}..., the run's "
-            f"{trained_on[:12]}...); give that file with --data, or add --force to evaluate on this one anyway"
-        )
+    cfg, tokenizer, model, state, text = load_run(args.run_dir, args.checkpoint, args.data, args.device, args.force)
+    _, _, val_ids, _ = load_data(cfg, tokenizer, text)
     result = evaluate(model, val_ids, tokenizer, cfg.batch_size)
     print(
         f"{args.run_dir} ({args.checkpoint}, step {state.get('progress', state).get('step')}): val loss "
@@ -185,14 +134,6 @@ def cmd_eval(argv):
         f"({result['tokens']:,} tokens, {result['bytes']:,} bytes)"
     )
     return 0
-
-
-def run_corpus_sha(run_dir):
-    """The sha256 of the corpus the run trained on (from its latest checkpoint), or None."""
-    try:
-        return read_checkpoint(Path(run_dir) / "checkpoints" / "latest")["progress"]["corpus_sha256"]
-    except (CheckpointError, KeyError, TypeError, AttributeError):
-        return None
 
 
 def generate_parser():
@@ -204,12 +145,12 @@ def generate_parser():
     parser.add_argument("--top-k", type=int, default=None, help="sample only among the k most likely tokens")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", default="best", help="best, latest, or snapshot_stepNNNNNN [best]")
-    parser.add_argument("--device", choices=("cpu", "cuda"), help="where to run the model [the run's device]")
+    add_run_flags(parser)
     return parser
 
 
 def cmd_generate(argv):
-    """train.py generate RUN_DIR --prompt TEXT [--max-new-tokens --temperature --top-k --seed --device]"""
+    """train.py generate RUN_DIR --prompt TEXT [--max-new-tokens --temperature --top-k --seed --data --device]"""
     args = generate_parser().parse_args(argv)
     if args.max_new_tokens < 0:
         raise UsageError(f"--max-new-tokens must be >= 0, got {args.max_new_tokens}")
@@ -217,7 +158,7 @@ def cmd_generate(argv):
         raise UsageError(
             f"--temperature must be a finite number >= 0 (0 picks the most likely token), got {args.temperature}"
         )
-    _, tokenizer, model, _ = load_run(args.run_dir, args.checkpoint, device=args.device)
+    _, tokenizer, model, _, _ = load_run(args.run_dir, args.checkpoint, args.data, args.device, args.force)
     if args.top_k is not None and not 1 <= args.top_k <= tokenizer.vocab_size:
         raise UsageError(f"--top-k must be in [1, {tokenizer.vocab_size}] (the vocabulary size), got {args.top_k}")
     try:
@@ -249,22 +190,8 @@ def cmd_sweep(argv, on_step=None):
     parser.add_argument("--out", metavar="DIR", help="sweep directory (default: runs/sweep-<time>)")
     add_flags(parser)
     args = parser.parse_args(argv)
-    out = run_dir_rules.checked_path(args.out, "--out") if args.out is not None else default_out("sweep")
-    names = [Path(c).stem for c in args.configs]
-    if len(set(names)) != len(names):
-        raise UsageError(f"sweep: config names must differ (each names a subdirectory), got {', '.join(names)}")
-    run_dir_rules.check_writable(out)
-    if out.exists() and (
-        not out.is_dir()
-        or not {p.name for p in out.iterdir()} <= {*names, "sweep.md", "sweep_perplexity.png", run_dir_rules.LOCK_NAME}
-    ):
-        raise UsageError(
-            f"--out {out} exists and holds more than this sweep's runs ({', '.join(names)}); choose a new directory"
-        )
-    with contextlib.ExitStack() as locks:
-        here = locks.enter_context(run_dir_rules.locked(out))  # one sweep at a time writes sweep.md
-        runs = [locks.enter_context(run_dir_rules.locked(out / name)) for name in names]
-        return sweep(args, here, runs, on_step)
+    out = checked_path(args.out, "--out") if args.out is not None else default_out("sweep")
+    return sweep(args, out, on_step)
 
 
 COMMANDS = {"eval": cmd_eval, "generate": cmd_generate, "sweep": cmd_sweep, "export": cmd_export}
@@ -281,7 +208,7 @@ def main(argv=None, on_step=None):
         if command in (None, cmd_sweep):
             return (command or cmd_train)(argv[1:] if command else argv, on_step=on_step)
         return command(argv[1:])
-    except (UsageError, run_dir_rules.RunDirError, ConfigError) as err:
+    except (UsageError, RunDirError, ConfigError) as err:
         for line in str(err).splitlines():
             print(f"train.py: error: {line}", file=sys.stderr)
         return 2

@@ -1,12 +1,17 @@
-"""A run from its start to its end: check the config, load the data, build the Trainer (new, or restored from
-`latest`), train it with a progress bar, then report. train.py is the command line over it; the run
-directory's rules are models/run_dir.py, the training loop models/trainer.py.
+"""A run from its start to its end: the Run holds the run directory and the Trainer that trains into it.
 
-The resume walk: train.py reads the run's config once (run_dir.saved_config), takes the run's lock
-(run_dir.locked yields the Run), and `prepare_run` checks what a resume may change
-(run_dir.RESUME_POLICY), loads the data and restores the Trainer from `latest`.
+    with Run.new(out, cfg) as run:          # or Run.resume(path, {field: value of a flag})
+        final = run.train()                 # the final metrics row; None when interrupted
+
+The resume walk is train.py -> Run -> Trainer. Run.resume reads the run's config once
+(run_dir.saved_config), applies the flags, takes the run's lock (run_dir.locked), checks what a
+resume may change (run_dir.RESUME_POLICY), loads the data and restores the Trainer from `latest`.
+`load_run` is the reading side (eval, generate): a run's config, tokenizer and model, the corpus
+checked against the one the run trained on. The run directory's rules are models/run_dir.py, the
+training loop models/trainer.py; train.py is the command line over them.
 """
 
+import contextlib
 import math
 import os
 import sys
@@ -15,9 +20,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+import tensorlab
 from models import checkpoint
 from models import run_dir as run_dir_rules
-from models.checkpoint import load_checkpoint
+from models.checkpoint import load_checkpoint, read_checkpoint
 from models.corpus import CorpusError, load_corpus, sha256_hex
 from models.data import random_window_split, split_tokens
 from models.evaluate import evaluate
@@ -28,6 +34,7 @@ from models.stop import STOP
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig
 from models.trainer import Trainer
+from models.transformer import TinyTransformerLM
 from tensorlab import backend
 from tensorlab.serialization import CheckpointError
 
@@ -36,15 +43,23 @@ class UsageError(Exception):
     """Bad input: printed as one line per problem, without a traceback, and the exit status is 2."""
 
 
-def load_data(cfg, tokenizer=None):
-    """The corpus as (tokenizer, train ids, val ids, corpus sha256).
+def corpus_text(cfg):
+    """The config's corpus, preprocessed: the text a run trains on (its sha256 is the run's corpus_sha256)."""
+    try:
+        return preprocess(load_corpus(cfg.data, cfg.documents), cfg.preprocess)
+    except (CorpusError, ValueError) as err:
+        raise UsageError(str(err)) from None
+
+
+def load_data(cfg, tokenizer=None, text=None):
+    """The corpus (`text`, else read) as (tokenizer, train ids, val ids, corpus sha256).
 
     The tokenizer is the one given, else the pretrained one the config names, else one trained on the corpus.
     """
+    text = corpus_text(cfg) if text is None else text
     try:
         if tokenizer is None and cfg.tokenizer is not None:
             tokenizer = load_pretrained(cfg.tokenizer, cfg.model.vocab_size)
-        text = preprocess(load_corpus(cfg.data, cfg.documents), cfg.preprocess)
         if tokenizer is None:
             tokenizer = BPETokenizer.train(text, cfg.model.vocab_size, cfg.pretokenizer)
         train_ids, val_ids = split_tokens(tokenizer.encode(text), cfg.val_fraction)
@@ -112,29 +127,99 @@ def checked_config(cfg):
     return cfg
 
 
-def prepare_run(cfg, run, resume=False, on_step=None, saved=None):
-    """Check everything, load the data and build the Trainer (restored from `latest` when resuming); writes nothing.
+class Run:
+    """A run directory held by this process (its lock, its open directory: run_dir.HeldDir) and its Trainer."""
 
-    `run` is the Run that run_dir.locked yields (or, in tests, a path): what it finds there must not change
-    meanwhile. `saved` is the resumed run's config (run_dir.saved_config), when the caller has read it.
-    """
-    run_dir = run.path if isinstance(run, run_dir_rules.Run) else Path(run)
-    checked_config(cfg)
-    tokenizer = None
-    if resume:
-        saved = saved or run_dir_rules.saved_config(run_dir)
-        plan = run_dir_rules.resume_plan(run_dir)
-        run_dir_rules.check_resume_changes(run_dir, saved.to_dict(), cfg.to_dict())
-        if (run_dir / "tokenizer.json").is_file():  # else killed before it saved one
-            tokenizer = load_tokenizer(run_dir / "tokenizer.json")
+    def __init__(self, held, trainer):
+        self.path, self.held, self.trainer = held.path, held, trainer
+
+    @classmethod
+    def new(cls, path, cfg, on_step=None):
+        """A context manager: a new run of config `cfg` into `path` (new, empty, or stopped before its first
+        checkpoint), held while the block runs."""
+        return cls.open(run_dir_rules.checked_path(path, "--out"), cfg, None, on_step)
+
+    @classmethod
+    def resume(cls, path, flags=None, on_step=None):
+        """A context manager: the run at `path` restored from its latest checkpoint with `flags` ({field: value})
+        applied to its config, held while the block runs."""
+        path = run_dir_rules.checked_path(path, "--resume")
+        saved = run_dir_rules.saved_config(path)
+        return cls.open(path, saved.replace(**(flags or {})), saved, on_step)
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, path, cfg, saved=None, on_step=None):
+        """Hold `path` inside the block; yields its Run, resumed when `saved` (the config it trained with) is given.
+
+        Everything is checked and the data loaded before anything is written.
+        """
+        checked_config(cfg)
+        with run_dir_rules.locked(path) as held:
+            yield cls(held, trainer_for(cfg, held, saved, on_step))
+
+    def train(self, report=True):
+        """Train to the end, then write the report; returns the final metrics row (None: interrupted)."""
+        return train(self.trainer, report)
+
+
+def trainer_for(cfg, held, saved, on_step):
+    """The Trainer of the held run: new, or restored from `latest` when `saved` (the run's config) is given."""
+    tokenizer, plan = None, "new"
+    if saved is not None:
+        plan = run_dir_rules.resume_plan(held.path)
+        run_dir_rules.check_resume_changes(held.path, saved.to_dict(), cfg.to_dict())
+        if (held.path / "tokenizer.json").is_file():  # else killed before it saved one
+            tokenizer = load_tokenizer(held.path / "tokenizer.json")
     else:
-        run_dir_rules.check_new_out(run_dir)
-        plan = "new"
+        run_dir_rules.check_new_out(held.path)
     tokenizer, train_ids, val_ids, corpus_sha = load_data(cfg, tokenizer)
-    trainer = Trainer(cfg, run, tokenizer, train_ids, val_ids, corpus_sha, on_step)
+    trainer = Trainer(cfg, held, tokenizer, train_ids, val_ids, corpus_sha, on_step)
     if plan == "continue":  # else a run that never saved anything: it starts from step 0
-        restore(trainer, run_dir / "checkpoints" / "latest", corpus_sha, saved)
+        restore(trainer, held.path / "checkpoints" / "latest", corpus_sha, saved)
     return trainer
+
+
+def load_run(run_dir, checkpoint_name="best", data=None, device=None, force=False):
+    """A run's (config, tokenizer, model with the named checkpoint loaded, its state, corpus text), for eval and
+    generate: the corpus (the run's, or `data`) is checked against the one the run trained on, unless `force`."""
+    run_dir = run_dir_rules.checked_path(run_dir, "RUN_DIR")
+    for name in ("config.json", "tokenizer.json"):
+        if not (run_dir / name).is_file():
+            raise UsageError(f"{run_dir} is not a run directory: it has no {name}")
+    try:
+        cfg = TrainConfig.from_json(run_dir / "config.json")
+        cfg = checked_config(cfg.replace(**{k: v for k, v in (("data", data), ("device", device)) if v}))
+        tokenizer = load_tokenizer(run_dir / "tokenizer.json")
+        tensorlab.manual_seed(cfg.seed)
+        model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
+        path = run_dir / "checkpoints" / checkpoint_name
+        if not checkpoint.exists(path):
+            raise UsageError(
+                f"{run_dir} has no {checkpoint_name} checkpoint yet (none is written before the first "
+                f"evaluation); continue the run with --resume {run_dir}"
+            )
+        state = load_checkpoint(path, model)
+        run_dir_rules.check_tokenizer(state, tokenizer, checkpoint.checkpoint_path(path))
+    except (ConfigError, CheckpointError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    text = corpus_text(cfg)
+    trained_on, sha = state.get("corpus_sha256") or run_corpus_sha(run_dir), sha256_hex(text.encode("utf-8"))
+    if trained_on not in (None, sha) and not force:
+        given = f"--data {data}" if data else f"the corpus at {cfg.data or 'the default place'}"
+        raise UsageError(
+            f"{given} is not the corpus {run_dir} was trained on (sha256 {sha[:12]}..., the run's "
+            f"{trained_on[:12]}...); give that file with --data, or add --force to use this one anyway"
+        )
+    return cfg, tokenizer, model, state, text
+
+
+def run_corpus_sha(run_dir):
+    """The sha256 of the corpus the run trained on (from its latest checkpoint), or None."""
+    try:
+        return read_checkpoint(Path(run_dir) / "checkpoints" / "latest")["progress"]["corpus_sha256"]
+    except (CheckpointError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def restore(trainer, latest, corpus_sha, saved):
@@ -260,7 +345,7 @@ def report_end(trainer, final, report):
 
 def compare_with_ordered_split(run, final):
     """The random-window split's number beside the ordered held-out tail's, which training never saw."""
-    text = preprocess(load_corpus(run.cfg.data, run.cfg.documents), run.cfg.preprocess)
+    text = corpus_text(run.cfg)
     _, _, ordered = random_window_split(
         run.tokenizer.encode(text), run.cfg.model.context_len, run.cfg.val_fraction, run.cfg.seed
     )

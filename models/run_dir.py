@@ -8,10 +8,10 @@
 
 One process per run directory: `locked(run_dir)` takes an exclusive lock (flock on the directory
 itself, so deleting .lock admits no second process) for the whole of a training or resume, and
-yields a Run: the directory held open. A second process is refused at once, in one line that
+yields a HeldDir: the directory held open. A second process is refused at once, in one line that
 names the process holding it (from .lock's note). The kernel releases the lock when its process
-ends, however it ends, so a killed run never blocks the next start. The Run writes through its
-open directory (Run.files), and checks before every save that its path still leads there: a run
+ends, however it ends, so a killed run never blocks the next start. A HeldDir writes through its
+open directory (HeldDir.files), and checks before every save that its path still leads there: a run
 moved or deleted while it trains stops with one line, instead of re-creating half of itself.
 Everything that deletes or rewrites run files (temporary files a kill left, config.json,
 tokenizer.json) happens under the lock; `eval`, `generate` and `export` only read a run, and
@@ -252,7 +252,7 @@ def check_tokenizer(state, tokenizer, path):
         )
 
 
-class Run:
+class HeldDir:
     """A run directory held by this process: its path, and the directory itself, open (`fd`) and locked.
 
     `files` leads to the open directory (/proc/self/fd/N on Linux), so what is written there lands in the
@@ -281,7 +281,7 @@ class Run:
 
 @contextlib.contextmanager
 def locked(run_dir):
-    """Hold the run directory's exclusive lock inside the block (the directory is made if needed); yields a Run.
+    """Hold the run directory's exclusive lock inside the block (the directory is made if needed); yields a HeldDir.
 
     A directory this call made, and that holds nothing but the lock's note when the block ends (the
     start was refused before anything was written), is removed again.
@@ -298,7 +298,7 @@ def locked(run_dir):
             raise RunDirError(
                 f"{run_dir} is in use: {_holder(run_dir / LOCK_NAME)}; wait for it to end, or stop it"
             ) from None
-        run = Run(run_dir, fd)
+        run = HeldDir(run_dir, fd)
         write_atomically(run.files / LOCK_NAME, json.dumps(_who()).encode("utf-8"))
         try:
             yield run

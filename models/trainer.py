@@ -39,7 +39,7 @@ from models.data import random_windows
 from models.evaluate import evaluate
 from models.layer_stats import copy_weights, grad_norms, layer_groups, update_ratios
 from models.metrics import MetricsError, is_evaluation, read_metrics, write_metrics  # noqa: F401 (tests import them here)
-from models.run_dir import APPLY, Run, resume_changes
+from models.run_dir import APPLY, HeldDir, resume_changes
 from models.transformer import TinyTransformerLM
 from tensorlab import random as tl_random
 from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups
@@ -124,7 +124,7 @@ class Trainer:
 
     def __init__(self, cfg, run_dir, tokenizer, train_ids, val_ids, corpus_sha256, on_step=None):
         self.cfg, self.tokenizer = cfg, tokenizer
-        self.run = run_dir if isinstance(run_dir, Run) else None  # a held run (models/run_dir.py), or a plain path
+        self.run = run_dir if isinstance(run_dir, HeldDir) else None  # a held directory (models/run_dir.py), or a path
         self.run_dir = self.run.path if self.run else Path(run_dir)  # what the messages name
         self.files = self.run.files if self.run else self.run_dir  # where the run's files are written
         self.train_ids, self.val_ids = train_ids, val_ids
@@ -345,7 +345,7 @@ class Trainer:
         self.save("latest")
 
     def check_in_place(self):
-        """Stop (RunDirError) when the held run was moved or deleted: nothing more is written (models/run_dir.Run)."""
+        """Stop (RunDirError) when the held run was moved or deleted: nothing more is written (run_dir.HeldDir)."""
         if self.run:
             self.run.check_in_place()
 

@@ -14,6 +14,8 @@ import pytest
 
 import train
 from models.checkpoint import read_checkpoint, save_checkpoint
+from models.run import load_tokenizer
+from models.run_dir import saved_config
 from models.trainer import Trainer, is_evaluation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,10 +120,10 @@ def test_trainer_state_dict_round_trips_through_a_checkpoint(uninterrupted, corp
     """load_state_dict(state_dict()) on a fresh Trainer reproduces the state; a step from each agrees bitwise."""
     ref = uninterrupted["plateau"]
     state = read_checkpoint(ref / "checkpoints" / "latest")
-    cfg = train.resolve_config(train.train_parser().parse_args(["--resume", str(ref)]))
+    cfg = saved_config(ref)
     trainers = []
     for _ in range(2):
-        tokenizer, train_ids, val_ids, sha = train.load_data(cfg, train.load_tokenizer(ref / "tokenizer.json"))
+        tokenizer, train_ids, val_ids, sha = train.load_data(cfg, load_tokenizer(ref / "tokenizer.json"))
         trainer = Trainer(cfg, ref, tokenizer, train_ids, val_ids, sha)
         trainer.load_state_dict(state)
         trainers.append(trainer)

@@ -13,10 +13,12 @@ import pytest
 from test_bad_inputs import TINY, assert_one_line, run_main
 
 import train
+from models.run import Run
 from models.run_dir import (
     LOCK_NAME,  # the lock's holder note is rewritten by every start
     RESUME_POLICY,
 )
+from models.train_config import flag_values
 from models.trainer import is_evaluation, read_metrics
 from tensorlab.optim import WarmupCosine
 
@@ -37,7 +39,8 @@ def resumed(stopped, tmp_path, *flags):
     out = tmp_path / "run"
     shutil.copytree(stopped, out)
     args = train.train_parser().parse_args([str(a) for a in ["--resume", out, "--max-steps", 2 * STEPS, *flags]])
-    return train.prepare_run(train.resolve_config(args), out, resume=True)
+    with Run.resume(out, flag_values(args)) as run:
+        return run.trainer
 
 
 def test_lr_min_lr_and_warmup_move_the_schedule_and_every_group(stopped, tmp_path):

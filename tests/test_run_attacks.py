@@ -83,15 +83,18 @@ def test_deleting_the_lock_file_admits_no_second_trainer(run, capsys):
 # ----- silent wrongs ------------------------------------------------------------------------------------------
 
 
-def test_eval_refuses_a_corpus_that_changed_since_training(corpus, tmp_path, capsys):
+def test_eval_and_generate_refuse_a_corpus_that_changed_since_training(corpus, tmp_path, capsys):
+    """Both read a run through models/run.load_run, which checks the corpus always (generate once did not)."""
     data = tmp_path / "corpus.txt"
     data.write_bytes(corpus.read_bytes())
     out = tmp_path / "run"
     assert run_main(tiny_args(data, out), capsys)[0] == 0
     data.write_bytes(corpus.read_bytes()[:20_000])  # edited in place: the config still names this file
-    status, _, err = run_main(["eval", out], capsys)
-    assert_one_line(status, err, f"the corpus at {data} is not the corpus {out} was trained on", "--force")
-    assert run_main(["eval", out, "--force"], capsys)[0] == 0  # asked for, it evaluates on the new text
+    for command in (["eval", out], ["generate", out, "--max-new-tokens", 2]):
+        status, _, err = run_main(command, capsys)
+        assert_one_line(status, err, f"the corpus at {data} is not the corpus {out} was trained on", "--force")
+        assert run_main([*command, "--force"], capsys)[0] == 0  # asked for, it uses the new text
+        assert run_main([*command, "--data", tmp_path / "nowhere.txt"], capsys)[0] == 2  # a corpus it cannot read
 
 
 def test_an_export_is_whole_however_it_ends(run, tmp_path, capsys, monkeypatch):

@@ -17,6 +17,7 @@ from test_bad_inputs import TINY, assert_one_line, run_main, tiny_args
 import train
 from models.checkpoint import read_checkpoint
 from models.export import cmd_export
+from models.run import Run, open_run_dir
 from models.tokenizer import FILE_FORMAT
 from models.trainer import NonFiniteError
 from models.transformer import sample_next
@@ -100,13 +101,14 @@ def test_a_config_nested_too_deep_is_one_line(corpus, tmp_path, capsys):
 
 def test_weights_that_became_non_finite_stop_the_run_and_are_never_written(corpus, tmp_path):
     cfg = train.resolve_config(train.train_parser().parse_args(map(str, tiny_args(corpus, tmp_path / "run"))))
-    trainer = train.prepare_run(cfg, tmp_path / "run")
-    train.open_run_dir(trainer)
-    trainer.save("latest")
-    before = (tmp_path / "run" / "checkpoints" / "latest.safetensors").read_bytes()
-    trainer.model.parameters()[0].data[0, 0] = np.inf  # a finite loss and gradient, then too large a step
-    with pytest.raises(NonFiniteError, match=r"step 0: parameter tok_emb.weight holds non-finite values .*lower --lr"):
+    with Run.new(tmp_path / "run", cfg) as run:
+        trainer = run.trainer
+        open_run_dir(trainer)
         trainer.save("latest")
+        before = (tmp_path / "run" / "checkpoints" / "latest.safetensors").read_bytes()
+        trainer.model.parameters()[0].data[0, 0] = np.inf  # a finite loss and gradient, then too large a step
+        with pytest.raises(NonFiniteError, match=r"step 0: parameter tok_emb.weight holds non-finite values .*lr"):
+            trainer.save("latest")
     assert (tmp_path / "run" / "checkpoints" / "latest.safetensors").read_bytes() == before
 
 

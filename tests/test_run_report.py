@@ -15,6 +15,7 @@ import pytest
 import train
 from models import plots
 from models.report import UNDECODABLE_NOTE, write_outputs, write_report
+from models.run import open_run_dir
 from models.sweep import finished_row
 from models.trainer import Trainer, is_evaluation, read_metrics
 
@@ -38,7 +39,7 @@ def run(corpus_file, tmp_path_factory):
     """A finished tiny run of STEPS steps, with the training loss of each step as step() returned it."""
     cfg = train.resolve_config(train.train_parser().parse_args(run_args(corpus_file, "unused")))
     trainer = Trainer(cfg, tmp_path_factory.mktemp("report") / "run", *train.load_data(cfg))
-    train.open_run_dir(trainer)
+    open_run_dir(trainer)
     losses, step = [], trainer.step
     trainer.step = lambda: losses.append(step()) or losses[-1]
     final = trainer.fit(report=lambda row: None)

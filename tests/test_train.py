@@ -18,6 +18,7 @@ from models.checkpoint import read_checkpoint
 from models.config import ModelConfig
 from models.evaluate import evaluate
 from models.report import run_summary
+from models.run import open_run_dir
 from models.run_dir import LOCK_NAME  # the lock's holder note is rewritten by every start
 from models.tokenizer import BPETokenizer
 from models.train_config import TrainConfig
@@ -242,7 +243,7 @@ def test_wall_time_carries_over_a_second_fit_and_reaches_the_report(corpus, tmp_
     the report read this clock; it once restarted from zero, and every report said 0.0 min)."""
     cfg = train.resolve_config(train.train_parser().parse_args(["--config", TINY, "--data", str(corpus)]))
     trainer = Trainer(cfg.replace(max_steps=6), tmp_path / "run", *train.load_data(cfg))
-    train.open_run_dir(trainer)
+    open_run_dir(trainer)
     trainer.on_step = lambda step: time.sleep(0.5)  # 1.5 s of wall time in the first fit, beyond its steps
     stops = iter([False, False, True])
     assert trainer.fit(lambda: next(stops), report=lambda row: None) is None
