@@ -6,9 +6,14 @@ Each scenario copies a finished tiny run, does one harmful thing to it and then 
 train.py on it (in this process, so a scenario costs a fraction of a second):
 
     damage   a random file of the run truncated, one bit flipped, deleted, or a directory or FIFO in its place
-    kill     a process killed at a random file write (its rename never happens: what a SIGKILL leaves)
+    kill     the process dies at a random file write: before it, half way through its temporary file (left
+             behind, as a SIGKILL leaves it), or just after its rename; it writes nothing more
     beside   any command while another process trains into the run (its lock held)
-    full     the disk fills (ENOSPC) or turns read-only (EROFS) at a random write
+    full     the disk fills (ENOSPC) or turns read-only (EROFS) at a random write, and stays so
+
+Every file of a run is written by tensorlab.serialization.write_atomically, so the faults strike there:
+in every module that imported it, the function is replaced by one that counts the writes. After a kill or
+a full disk, a random command runs, then the run is continued to its end.
 
 The property: every command ends with status 0, or with one line on stderr saying what is wrong (no
 traceback, no hang); and no finished work is lost: a checkpoint that was whole is still whole and at
@@ -38,6 +43,8 @@ import train  # noqa: E402
 from models import run_dir as run_dir_rules  # noqa: E402
 from models.checkpoint import read_checkpoint  # noqa: E402
 from models.metrics import read_metrics  # noqa: E402
+from tensorlab import serialization  # noqa: E402
+from tensorlab.serialization import TEMP_SUFFIX  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "small_corpus.txt"
 SETTINGS = [
@@ -49,7 +56,7 @@ HANG_S = 30
 
 
 class Killed(BaseException):
-    """The process died here (raised at a rename, it escapes every handler as SIGKILL would)."""
+    """The process died here (a BaseException escapes every handler, as a SIGKILL would; later writes fail too)."""
 
 
 def base_run(workdir):
@@ -171,24 +178,43 @@ def damage(rng, run):
     return f"{how} {path.relative_to(run)}"
 
 
+KILL_STAGES = ("before", "half way", "after the rename")
+
+
 @contextlib.contextmanager
-def failing_writes(after, error):
-    """Every rename after the first `after` raises `error` (Killed, or an OSError of a full or read-only disk)."""
-    real, count = os.replace, [0]
+def failing_writes(rng, after, error):
+    """Every file write after the first `after` fails: Killed at a random stage of it (and every later write
+    raises Killed: the process is dead), or an OSError `error` of a full or read-only disk. Yields [what happened]."""
+    real, count, said = serialization.write_atomically, [0], []
 
-    def replace(src, dst, *args, **kwargs):
+    def write_atomically(target, data):
         count[0] += 1
-        if count[0] > after:
-            if error is Killed:
-                raise Killed
-            raise OSError(error, os.strerror(error), str(dst))
-        return real(src, dst, *args, **kwargs)
+        if count[0] <= after:
+            return real(target, data)
+        if error is not Killed:
+            said[:] = said or [f"{errno.errorcode[error]} at write {count[0]} ({Path(target).name})"]
+            raise OSError(error, os.strerror(error), str(target))
+        if said:  # dead already: nothing more is written
+            raise Killed
+        stage = KILL_STAGES[int(rng.integers(len(KILL_STAGES)))]
+        said.append(f"killed {stage} at write {count[0]} ({Path(target).name})")
+        if stage == "half way":
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            fd, _ = tempfile.mkstemp(dir=Path(target).parent, prefix=f".{Path(target).name}.", suffix=TEMP_SUFFIX)
+            os.write(fd, data[: int(rng.integers(len(data) + 1))])
+            os.close(fd)
+        elif stage == "after the rename":
+            real(target, data)
+        raise Killed
 
-    os.replace = replace
+    modules = [m for m in list(sys.modules.values()) if getattr(m, "write_atomically", None) is real]
+    for module in modules:
+        module.write_atomically = write_atomically
     try:
-        yield
+        yield said
     finally:
-        os.replace = real
+        for module in modules:
+            module.write_atomically = real
 
 
 def scenario(seed, base, corpus, workdir):
@@ -201,7 +227,7 @@ def scenario(seed, base, corpus, workdir):
     what, problems = [fault], []
     try:
         with deadline(HANG_S):
-            problems += harm_and_run(rng, fault, argv, run, what)
+            problems += harm_and_run(rng, fault, argv, run, what, base, scratch, corpus)
     except TimeoutError as err:
         problems.append(f"hung: {err}")
     except Exception as err:  # noqa: BLE001 (an exception out of train.main is what the property forbids)
@@ -212,7 +238,7 @@ def scenario(seed, base, corpus, workdir):
     return f"{' '.join(what)}: {' '.join(map(str, argv))}".replace(str(workdir) + "/", ""), problems
 
 
-def harm_and_run(rng, fault, argv, run, what):
+def harm_and_run(rng, fault, argv, run, what, other, scratch, corpus):
     """Do the harm, run the command (after a kill or a full disk, then continue the run); the problems found."""
     problems = []
     if fault == "damage":
@@ -222,29 +248,39 @@ def harm_and_run(rng, fault, argv, run, what):
         with run_dir_rules.locked(run):
             expect = 0 if argv[0] in ("eval", "generate") or argv[:2] == ["export", run] else 2
             return judge(*command(argv), expect) + [f"lost {loss}" for loss in losses(before, inventory(run))]
-    if fault in ("kill", "full"):
+    if fault in ("kill", "full"):  # a command that writes: the run continued (up to 12 writes), or an export
         error = Killed if fault == "kill" else int(rng.choice([errno.ENOSPC, errno.EROFS]))
-        after = int(rng.integers(0, 12))
-        what.append(f"at rename {after + 1}: {getattr(error, '__name__', None) or errno.errorcode[error]}, then")
+        resume = rng.random() < 0.8
+        argv[:] = ["--resume", run, "--max-steps", int(rng.integers(9, 14)), "--no-report"]
+        argv[:] = argv if resume else ["export", run, "--out", scratch]
         try:
-            with failing_writes(after, error):
-                problems += judge(*command(argv))
+            with failing_writes(rng, int(rng.integers(0, 12)) if resume else 0, error) as said:
+                status, err = command(argv)
+                problems += judge(status, err) if fault == "full" else []
         except Killed:
             pass
         before = {**before, **{k: v for k, v in inventory(run).items() if k.endswith(".safetensors")}}
-        argv[:] = ["--resume", run, "--max-steps", 12, "--no-report"]  # what comes next: continue the run
+        then = commands(rng, run, other, scratch, corpus)  # any command afterwards, then the run continued
+        what.append(
+            f"{' '.join(map(str, argv))}: {' '.join(said) or 'no write failed'}; then {' '.join(map(str, then))};"
+        )
+        problems += judge(*command(then))
+        argv[:] = ["--resume", run, "--max-steps", 13, "--no-report"]
     problems += judge(*command(argv))
     return problems + [f"lost {loss}" for loss in losses(before, inventory(run))]
 
 
-def run_scenarios(count, seed=0, report=print):
-    """Run `count` scenarios from `seed`; returns [(scenario, problems)] of those that broke the property."""
+def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
+    """Run `count` scenarios from `seed`; returns [(scenario, problems)] of those that broke the property.
+
+    `seen(what)` is told what each scenario did."""
     with tempfile.TemporaryDirectory(prefix="fault-injector-") as tmp:
         workdir = Path(tmp)
         base, corpus = base_run(workdir)
         failures = []
         for n in range(seed, seed + count):
             what, problems = scenario(n, base, corpus, workdir)
+            seen(what)
             if problems:
                 failures.append((what, problems))
                 report(f"scenario {n}: {what}\n    " + "\n    ".join(problems))
