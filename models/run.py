@@ -181,8 +181,9 @@ def trainer_for(cfg, held, saved, on_step):
 
 
 def load_run(run_dir, checkpoint_name="best", data=None, device=None, force=False):
-    """A run's (config, tokenizer, model with the named checkpoint loaded, its state, corpus text), for eval and
-    generate: the corpus (the run's, or `data`) is checked against the one the run trained on, unless `force`."""
+    """A run's (config, tokenizer, model with the named checkpoint loaded, its state, corpus text or None), for eval
+    and generate: the corpus (the run's, or `data`) is read and checked against the one the run trained on, unless
+    `force` or the run is older than the fingerprint (then the text is None)."""
     run_dir = run_dir_rules.checked_path(run_dir, "RUN_DIR")
     for name in ("config.json", "tokenizer.json"):
         if not (run_dir / name).is_file():
@@ -203,9 +204,12 @@ def load_run(run_dir, checkpoint_name="best", data=None, device=None, force=Fals
         run_dir_rules.check_tokenizer(state, tokenizer, checkpoint.checkpoint_path(path))
     except (ConfigError, CheckpointError, ValueError) as err:
         raise UsageError(str(err)) from None
+    trained_on = state.get("corpus_sha256") or run_corpus_sha(run_dir)  # None: a run older than the fingerprint
+    if force or trained_on is None:
+        return cfg, tokenizer, model, state, None
     text = corpus_text(cfg)
-    trained_on, sha = state.get("corpus_sha256") or run_corpus_sha(run_dir), sha256_hex(text.encode("utf-8"))
-    if trained_on not in (None, sha) and not force:
+    sha = sha256_hex(text.encode("utf-8"))
+    if trained_on != sha:
         given = f"--data {data}" if data else f"the corpus at {cfg.data or 'the default place'}"
         raise UsageError(
             f"{given} is not the corpus {run_dir} was trained on (sha256 {sha[:12]}..., the run's "

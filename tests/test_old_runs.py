@@ -34,8 +34,9 @@ def test_eval_gives_the_old_runs_own_final_validation_loss(old_run, corpus_file,
     assert f"val loss {final_row(old_run)['val_loss']:.4f}" in out  # the same weights, the same model
 
 
-def test_generate_and_export_work(old_run, tmp_path, capsys):
-    status, out, err = run_main(["generate", old_run, "--prompt", "ROMEO:", "--max-new-tokens", 4], capsys)
+def test_generate_and_export_work(old_run, corpus_file, tmp_path, capsys):
+    argv = ["generate", old_run, "--prompt", "ROMEO:", "--max-new-tokens", 4, "--data", corpus_file]  # the run's
+    status, out, err = run_main(argv, capsys)
     assert status == 0 and out.startswith("ROMEO:"), err
     status, out, err = run_main(["export", old_run, "--out", tmp_path / "export"], capsys)
     assert status == 0 and (tmp_path / "export" / "model.safetensors").is_file(), out + err
