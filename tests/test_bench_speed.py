@@ -65,6 +65,7 @@ BENCH_PROBES = {
     "profile_step": (["--help"], 0, "usage: profile_step.py"),
     "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
     "kernel_choices": (["--help"], 0, "usage: kernel_choices.py"),
+    "tune": (["--constants", "NOSUCH"], 2, "invalid choice: 'NOSUCH'"),
 }
 
 
@@ -91,3 +92,14 @@ def test_a_bench_script_runs_as_a_file_from_any_folder_and_as_a_module_from_the_
     for command, cwd in (([str(root / "bench" / f"{name}.py")], tmp_path), (["-m", f"bench.{name}"], root)):
         done = subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, cwd=cwd, env=env)
         assert done.returncode == code and says in done.stdout + done.stderr, (command, done.stderr[-2000:])
+
+
+def test_tune_tries_the_chosen_value_first_and_keeps_whole_numbers_whole():
+    from bench.tune import candidates
+    from tensorlab.kernels import plan
+
+    for name, chosen in plan.CHOSEN.items():
+        values = candidates(name, quick=False)
+        assert values[0] == chosen and len(set(values)) == len(values) == 5, (name, values)
+        assert all(type(v) is type(chosen) and v > 0 for v in values), (name, values)
+    assert candidates("ROW_PARTS", quick=True) == [16, 32]
