@@ -246,7 +246,7 @@ def machine():
                 model = value.strip()
             elif key.strip() == "flags":
                 flags = set(value.split())
-    avx = " ".join(f for f in ("avx2", "avx512f") if f in flags) or "no avx2/avx512f"
+    avx = " ".join(f for f in ("avx2", "avx512f", "amx_tile") if f in flags) or "no avx2/avx512f/amx_tile"
     blas = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
     kernel = f"OpenBLAS {blas[0]['version']} {blas[0]['architecture']}" if blas else "no OpenBLAS"
     coretype = os.environ.get("OPENBLAS_CORETYPE")

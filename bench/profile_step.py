@@ -34,8 +34,13 @@ from tensorlab.memory import keep_freed_memory  # noqa: E402
 from tensorlab.optim import AdamW, clip_grad_norm_, weight_decay_groups  # noqa: E402
 
 
-def build_step(name, composed_attention, dropout):
-    model_config, batch_size, seq_len = bench_configs(include_default=True)[name]
+def build_step(name, composed_attention=False, dropout=0.0):
+    """One training step of bench config `name` (bench/speed.py's), as a function of no arguments."""
+    return model_step(*bench_configs(include_default=True)[name], composed_attention, dropout)
+
+
+def model_step(model_config, batch_size, seq_len, composed_attention=False, dropout=0.0):
+    """One training step (forward, backward, clipping, AdamW) of the model on fixed random ids."""
     tensorlab.manual_seed(0)
     model = TinyTransformerLM(ModelConfig(**{**model_config, "dropout": dropout}))
     for block in model.blocks:

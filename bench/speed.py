@@ -10,9 +10,19 @@ seconds so the other worker's BLAS threads stop spinning. A block's time is its 
 step; the reported ratio tensorlab/PyTorch is the median over the pairs of blocks.
 Also reported: tokens per second, each worker's peak resident memory and generation
 speed (tensorlab with and without its key/value cache, PyTorch's loop without one).
-A worker that raises, dies or stays silent past --timeout ends the benchmark with its
-error. With --memory-steps N the tensorlab worker also runs N steps and reports how
-its resident memory moved (flat means no graph is kept alive).
+
+Measured against the machine's own limit: each worker times a 2048 x 2048 float32 product in its own
+framework (NumPy's BLAS for tensorlab, PyTorch's for PyTorch), its product peak in GFLOP/s. The step's
+model arithmetic (6 x the weights that multiply x tokens, plus attention's 12 x layers x d_model x
+seq_len per token) over its median time is its GFLOP/s, printed as a share of that peak. Where the rest
+goes comes from --profile-steps more steps, op by op (tensorlab: bench/profile_step.py's timers around
+every op; PyTorch: torch.profiler's self times of its aten ops): the matrix products, tensorlab's fused
+attention, the other ops (element-wise passes, norms, softmax, the optimizer), and Python and the graph
+(the profiled steps' time no op accounts for; the profiler's own cost lands in the ops and here). The
+first lines name the CPU, its vector flags, the BLAS kernels and the thread count. A worker that raises,
+dies or stays silent past --timeout ends the benchmark with its error. With --memory-steps N the
+tensorlab worker also runs N steps and reports how its resident memory moved (flat means no graph is
+kept alive).
 
     python bench/speed.py                       # CPU, seed configs and the default config
     python bench/speed.py --device cuda         # CuPy against PyTorch CUDA
@@ -99,6 +109,11 @@ def _serve(framework, model_config, weights_path, batch_size, seq_len, device, t
             conn.send(("ok", n / (time.perf_counter() - start)))
         elif command == "peak":
             conn.send(("ok", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        elif command == "product_peak":  # GFLOP/s of the best of arg 2048^2 float32 products
+            conn.send(("ok", product_peak(framework, device, arg)))
+        elif command == "profile":  # {category: seconds per step} over arg steps, op by op
+            profile = _profile_tensorlab if framework == "tensorlab" else _profile_torch
+            conn.send(("ok", profile(step, batches, arg)))
         elif command == "fail":  # for the test that a dying worker stops the benchmark
             raise RuntimeError("worker asked to fail")
         else:
@@ -183,6 +198,106 @@ def _torch_step(model_config, weights_path, device, threads):
     return step, generate
 
 
+def product_peak(framework, device, repeats, n=2048):
+    """The GFLOP/s of the best of `repeats` n x n float32 products in the framework's own BLAS (after one more)."""
+    import numpy as np
+
+    if framework == "tensorlab":
+        from tensorlab.backend import module_for
+
+        xp = module_for(device)
+        a, b = (xp.asarray(np.random.default_rng(i).standard_normal((n, n)), dtype=np.float32) for i in (0, 1))
+        sync = xp.cuda.Device().synchronize if device == "cuda" else (lambda: None)
+    else:
+        import torch
+
+        a, b = (torch.randn(n, n, dtype=torch.float32, device=device) for _ in range(2))
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        a @ b
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+PRODUCTS = {"Linear", "MatMul", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+
+
+def _profile_tensorlab(step, batches, steps):
+    """{'products', 'attention', 'other ops': seconds per step}, timed around every op (bench/profile_step.py)."""
+    import collections
+
+    from bench.profile_step import time_each, timed_methods
+
+    spent = collections.defaultdict(float)
+    undo = time_each(timed_methods(), spent)
+    try:
+        wall = _run_steps(step, batches, steps)
+    finally:
+        undo()
+    split = collections.Counter()
+    for label, seconds in spent.items():
+        op = label.split(".")[0]
+        split["products" if op in PRODUCTS else "attention" if op == "CausalAttention" else "other ops"] += seconds
+    return _per_step(split, wall, steps)
+
+
+def _profile_torch(step, batches, steps):
+    """{'products', 'other ops': seconds per step}: torch.profiler's self times of the aten ops."""
+    import collections
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        wall = _run_steps(step, batches, steps)
+    split = collections.Counter()
+    for event in prof.key_averages():
+        if event.key.startswith("aten::"):
+            split["products" if event.key in PRODUCTS else "other ops"] += event.self_cpu_time_total / 1e6
+    return _per_step(split, wall, steps)
+
+
+def _run_steps(step, batches, steps):
+    """Run `steps` steps; return their wall-clock seconds."""
+    start = time.perf_counter()
+    for i in range(steps):
+        step(batches[i % len(batches)][:, :-1], batches[i % len(batches)][:, 1:])
+    return time.perf_counter() - start
+
+
+def _per_step(split, wall, steps):
+    """{category: ms per step}, with 'Python and graph' the profiled steps' time that no op accounts for."""
+    rest = wall - sum(split.values())
+    return {**{k: 1e3 * v / steps for k, v in split.items()}, "Python and graph": 1e3 * rest / steps}
+
+
+def model_flops(model_config, batch_size, seq_len):
+    """(FLOPs of one training step's model arithmetic, weights counted): 6 x weights x tokens + attention's
+    12 x layers x d_model x seq_len x tokens (q k^T and P v, forward and twice backward). The weights are
+    those that multiply: every matrix but the embedding tables, and the token table once more as the head
+    when tied."""
+    import numpy as np
+
+    from models.config import ModelConfig
+    from models.transformer import TinyTransformerLM
+
+    c = ModelConfig(**model_config)
+    state = TinyTransformerLM(c).state_dict()
+    weights = sum(np.size(v) for k, v in state.items() if np.ndim(v) == 2 and not k.endswith("emb.weight"))
+    weights += np.size(state["tok_emb.weight"]) if c.tie_weights else 0
+    tokens = batch_size * seq_len
+    return 6 * weights * tokens + 12 * c.n_layers * c.d_model * seq_len * tokens, weights
+
+
+def machine(threads):
+    """'CPU model | vector flags | NumPy's BLAS kernel | PyTorch's BLAS | N threads' (bench/engines.py's machine)."""
+    from bench.engines import machine as cpu_and_blas
+
+    return f"{cpu_and_blas()} | {threads} threads"
+
+
 def _current_rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -253,13 +368,13 @@ def run_config(name, model_config, batch_size, seq_len, args):
         for fw in ("tensorlab", "pytorch"):
             threads = 1 if fw == "tensorlab" and args.no_pool else args.threads  # OpenBLAS keeps args.threads
             workers[fw] = Worker(fw, args, model_config, str(weights_path), batch_size, seq_len, args.device, threads)
-        return _measure(name, workers, batch_size, seq_len, args)
+        return _measure(name, model_config, workers, batch_size, seq_len, args)
     finally:
         for w in workers.values():
             w.stop()
 
 
-def _measure(name, workers, batch_size, seq_len, args):
+def _measure(name, model_config, workers, batch_size, seq_len, args):
     for w in workers.values():  # warm-up: caches, allocator, thread pools
         time.sleep(args.settle)
         w.ask("block", args.warmup)
@@ -290,8 +405,15 @@ def _measure(name, workers, batch_size, seq_len, args):
         )
     if args.memory_steps:
         result["tensorlab"]["rss_mb_over_steps"] = workers["tensorlab"].ask("rss_over", args.memory_steps)
+    flops, weights = model_flops(model_config, batch_size, seq_len)
+    result["model_gflop"], result["weights"] = flops / 1e9, weights
     for fw, w in workers.items():
         result[fw]["peak_rss_mb"] = w.ask("peak")
+        result[fw]["product_peak_gflops"] = w.ask("product_peak", args.peak_repeats)
+        result[fw]["gflops"] = flops / 1e9 / (result[fw]["step_ms"] / 1e3)
+        result[fw]["peak_share"] = result[fw]["gflops"] / result[fw]["product_peak_gflops"]
+        if args.profile_steps:
+            result[fw]["where_ms"] = w.ask("profile", args.profile_steps)
     result["step_ratio"] = statistics.median(result["block_ratios"])
     result["memory_ratio"] = result["tensorlab"]["peak_rss_mb"] / result["pytorch"]["peak_rss_mb"]
     return result
@@ -315,6 +437,18 @@ def print_result(r):
             f"tensorlab uncached {tl['generate_tokens_per_s']:.1f}, "
             f"pytorch uncached {pt['generate_tokens_per_s']:.1f}"
         )
+    print(
+        f"  model arithmetic {r['model_gflop']:.2f} GFLOP per step (6 x {r['weights']:,} weights x "
+        f"{r['batch'] * r['seq_len']} tokens, plus attention)"
+    )
+    for label, m, blas in (("tensorlab", tl, "NumPy's"), ("pytorch", pt, "PyTorch's")):
+        print(
+            f"  {label:12}{m['gflops']:.1f} GFLOP/s = {100 * m['peak_share']:.0f}% of {blas} float32 product peak "
+            f"({m['product_peak_gflops']:.1f} GFLOP/s, 2048^2)"
+        )
+        if "where_ms" in m:
+            where = ", ".join(f"{k} {v:.1f}" for k, v in sorted(m["where_ms"].items(), key=lambda kv: -kv[1]))
+            print(f"  {'':12}where a profiled step's {sum(m['where_ms'].values()):.1f} ms go (ms): {where}")
     if "rss_mb_over_steps" in tl:
         rss = tl["rss_mb_over_steps"]
         print(
@@ -346,6 +480,10 @@ def main(argv=None):
         "--gen-tokens", type=int, default=32, help="tokens generated for the generation speed (0: skip)"
     )
     parser.add_argument("--memory-steps", type=int, default=0, help="also run N steps and watch tensorlab's RSS")
+    parser.add_argument("--peak-repeats", type=int, default=5, help="2048^2 products timed for each product peak")
+    parser.add_argument(
+        "--profile-steps", type=int, default=3, help="steps profiled op by op for where the time goes (0: skip)"
+    )
     parser.add_argument("--configs", nargs="*", help="a subset of: seed_d128 seed_d256 default")
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--tmp", default="/tmp", help="folder for the workers' weight files (created if missing)")
@@ -361,6 +499,7 @@ def main(argv=None):
     unknown = [c for c in chosen if c not in configs]
     if unknown:
         parser.error(f"unknown config(s) {unknown}; choose from {list(configs)}")
+    print(f"machine: {machine(args.threads)}")
     print(
         f"device {args.device}, {args.threads} threads, {args.blocks} blocks of {args.block_steps} consecutive "
         f"steps per framework after {args.warmup} warm-up, alternating; ratio = median over block pairs "

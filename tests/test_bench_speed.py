@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import re
 import signal
 
 import numpy as np
@@ -14,14 +15,18 @@ MODEL = dict(
 )
 
 
-@pytest.fixture
-def worker(tmp_path):
+def start_worker(framework, folder):
     from models.config import ModelConfig
     from models.transformer import TinyTransformerLM
 
-    weights = tmp_path / "w.npz"
+    weights = folder / "w.npz"
     np.savez(weights, **TinyTransformerLM(ModelConfig(**MODEL)).state_dict())
-    w = Worker("tensorlab", argparse.Namespace(timeout=60), MODEL, str(weights), 2, 8, "cpu", 1)
+    return Worker(framework, argparse.Namespace(timeout=60), MODEL, str(weights), 2, 8, "cpu", 1)
+
+
+@pytest.fixture
+def worker(tmp_path):
+    w = start_worker("tensorlab", tmp_path)
     yield w
     w.stop()
 
@@ -65,6 +70,7 @@ BENCH_PROBES = {
     "profile_step": (["--help"], 0, "usage: profile_step.py"),
     "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
     "kernel_choices": (["--help"], 0, "usage: kernel_choices.py"),
+    "tune": (["--constants", "NOSUCH"], 2, "invalid choice: 'NOSUCH'"),
 }
 
 
@@ -91,3 +97,56 @@ def test_a_bench_script_runs_as_a_file_from_any_folder_and_as_a_module_from_the_
     for command, cwd in (([str(root / "bench" / f"{name}.py")], tmp_path), (["-m", f"bench.{name}"], root)):
         done = subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, cwd=cwd, env=env)
         assert done.returncode == code and says in done.stdout + done.stderr, (command, done.stderr[-2000:])
+
+
+def test_tune_tries_the_chosen_value_first_and_keeps_whole_numbers_whole():
+    from bench.tune import candidates
+    from tensorlab.kernels import plan
+
+    for name, chosen in plan.CHOSEN.items():
+        values = candidates(name, quick=False)
+        assert values[0] == chosen and len(set(values)) == len(values) == 5, (name, values)
+        assert all(type(v) is type(chosen) and v > 0 for v in values), (name, values)
+    assert candidates("ROW_PARTS", quick=True) == [16, 32]
+
+
+@pytest.mark.parametrize("framework", ["tensorlab", "pytorch"])
+def test_a_worker_measures_its_product_peak_and_where_a_step_goes(framework, tmp_path):
+    pytest.importorskip("torch" if framework == "pytorch" else "numpy")
+    worker = start_worker(framework, tmp_path)
+    try:
+        assert worker.ask("product_peak", 1) > 0
+        where = worker.ask("profile", 2)
+    finally:
+        worker.stop()
+    expected = {"products", "other ops", "Python and graph"} | ({"attention"} if framework == "tensorlab" else set())
+    assert set(where) == expected and all(where[k] > 0 for k in expected - {"Python and graph"}), where
+
+
+def test_the_model_arithmetic_counts_every_weight_that_multiplies_and_attention():
+    from bench.speed import bench_configs, model_flops
+
+    config, batch, seq = bench_configs(include_default=False)["seed_d256"]
+    d, d_ff, layers, vocab = config["d_model"], config["d_ff"], config["n_layers"], config["vocab_size"]
+    weights = vocab * d + layers * (3 * d * d + d * d + 2 * d * d_ff)  # the tied head; qkv, proj, fc, proj
+    tokens = batch * seq
+    assert model_flops(config, batch, seq) == (6 * weights * tokens + 12 * layers * d * seq * tokens, weights)
+
+
+def test_a_result_prints_each_framework_s_gflops_its_share_of_the_peak_and_where_the_step_goes(capsys):
+    from bench.speed import machine, print_result
+
+    one = dict(step_ms=100.0, tokens_per_s=1.0, peak_rss_mb=1.0, block_ms=[100.0], gflops=30.0)
+    one.update(product_peak_gflops=60.0, peak_share=0.5, where_ms={"products": 60.0, "Python and graph": 40.0})
+    print_result(
+        dict(config="c", batch=2, seq_len=8, block_ratios=[1.0], step_ratio=1.0, memory_ratio=1.0, model_gflop=3.0)
+        | dict(weights=1000, tensorlab=one, pytorch=dict(one))
+    )
+    out = capsys.readouterr().out
+    assert "model arithmetic 3.00 GFLOP per step (6 x 1,000 weights x 16 tokens, plus attention)" in out
+    assert "tensorlab   30.0 GFLOP/s = 50% of NumPy's float32 product peak (60.0 GFLOP/s, 2048^2)" in out
+    assert "pytorch     30.0 GFLOP/s = 50% of PyTorch's float32 product peak" in out
+    assert out.count("where a profiled step's 100.0 ms go (ms): products 60.0, Python and graph 40.0") == 2
+    pytest.importorskip("threadpoolctl")
+    pytest.importorskip("torch")
+    assert re.fullmatch(r".+ \| .*(avx|no avx).* \| .*BLAS.* \| PyTorch .+ \| 3 threads", machine(3)), machine(3)

@@ -1,25 +1,32 @@
 """Each kernel of tensorlab/kernels/ computes its op's formula, the plain NumPy in tensorlab/ops/.
 
 Every pair (kernel, formula) gets random inputs of several shapes, which the blocked kernels cut into
-one block and into several of unequal sizes (CACHE_BLOCK_BYTES at its real size, then made small so that
+one block and into several of unequal sizes (plan.CACHE_BLOCK_BYTES at its real size, then made small so that
 small arrays span many blocks; Linear's large products are cut into 16 row parts of 18 or 19 rows, with
 MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
 
-- bitwise where the kernel does the formula's arithmetic in the formula's order: RoPE, cross-entropy's
-  softmax and logsumexp, the bias gradients of Linear (but where its backward is cut by the batch's rows) and
-  LayerNorm;
-- elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a
-  product; attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum;
-  Linear: products cut by rows, and by the batch's rows the sums over them; GELU: erf approximated in
-  float32; embedding: np.add.at's additions one after another, the formula's add.reduceat in another
-  order), and
+- bitwise where the kernel does the formula's arithmetic in the formula's order: RoPE, the softmax core
+  exp_and_max, cross-entropy's softmax and logsumexp, the bias gradients of Linear (but where its backward is
+  cut by the batch's rows) and LayerNorm;
+- elsewhere the kernel reorders the arithmetic (RMSNorm, LayerNorm: an einsum for each mean of a product;
+  attention: a reciprocal and a multiply for the division, its row sums from OpenBLAS and einsum; Linear:
+  products cut by rows, and by the batch's rows the sums over them; GELU: erf approximated in float32, and in
+  float64 the tail's erfc exact where the formula takes 1 + erf; embedding: np.add.at's additions one after
+  another, the formula's add.reduceat in another order), and
   |kernel - formula| <= TOLERANCE * (|formula| + max|formula|) elementwise, with TOLERANCE near what is
   achieved (the largest achieved is in the comment).
 
-The kernels keep the formulas' dtypes and shapes too. Planted below: a kernel that skips its last
-block, RMSNorm's kernel run without eps (a relative change of about 5e-6), and an embedding backward that
-keeps one row of each repeated id, all caught.
+The kernels keep the formulas' dtypes and shapes too, and take every input the formula takes (the op
+chooses by one rule, kernels.choose: the kernel on a NumPy array). Every kernel, found in the package, must
+be called by a row (test_every_kernel_has_a_row). Planted below: a kernel that skips its last block, RMSNorm's
+kernel run without eps (a relative change of about 5e-6), an embedding backward that keeps one row of each
+repeated id, and a kernel without a row, all caught.
 """
+
+import importlib
+import inspect
+import pkgutil
+import re
 
 import numpy as np
 import pytest
@@ -33,8 +40,11 @@ from tensorlab.kernels import embedding as fast_embedding
 from tensorlab.kernels import gelu as fast_gelu
 from tensorlab.kernels import linear as fast_linear
 from tensorlab.kernels import norm as fast_norm
+from tensorlab.kernels import plan
 from tensorlab.kernels import rope as fast_rope
-from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm, rope
+from tensorlab.kernels import softmax as fast_softmax
+from tensorlab.layout import halves
+from tensorlab.ops import attention, cross_entropy, elementwise, linear, norm, rope, softmax
 
 pytest.importorskip("threadpoolctl", reason="use_threads needs threadpoolctl (the train extra)")
 
@@ -43,10 +53,10 @@ SMALL_PART_ROWS = 16  # with the small blocks, Linear's 300 rows in 16 parts of 
 
 
 def _small_blocks(monkeypatch):
-    monkeypatch.setattr(kernels, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
-    monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", SMALL_PART_ROWS)
-    monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)
-    monkeypatch.setattr(fast_linear, "BIAS_BLOCK_BYTES", 1)  # a part of 18 rows adds its bias in blocks of 16 and 2
+    monkeypatch.setattr(plan, "CACHE_BLOCK_BYTES", SMALL_BLOCK_BYTES)
+    monkeypatch.setattr(plan, "MIN_PART_ROWS", SMALL_PART_ROWS)
+    monkeypatch.setattr(plan, "MIN_PART_WORK", 1)
+    monkeypatch.setattr(plan, "BIAS_BLOCK_BYTES", 1)  # a part of 18 rows adds its bias in blocks of 16 and 2
 
 
 def _rms_norm(rng, dtype, shape):
@@ -104,20 +114,29 @@ def _gelu(rng, dtype, shape):
     x, gy = np.asarray(x, dtype=dtype), np.asarray(rng.standard_normal(shape), dtype=dtype)
     kernel, formula = fast_gelu.gelu_and_slope(x), elementwise.gelu_and_slope(x)
     kernel += (fast_gelu.gelu_backward(gy, kernel[1]),)
-    formula += (gy * formula[1],)  # Gelu.backward's formula
+    formula += (elementwise.gelu_backward(gy, formula[1]),)
     return ["y", "slope", "gx"], kernel, formula
 
 
 def _rope(rng, dtype, shape):
-    B, H, T, D = shape
-    qkv = rng.standard_normal((B, T, 3 * H * D)).astype(dtype)
-    x = qkv[..., : H * D].reshape(B, T, H, D).transpose(0, 2, 1, 3)  # laid out as the model's q is
+    *B, H, T, D = (1,) * (4 - len(shape)) + shape  # one sequence (T, D), or a batch (B, H, T, D)
+    qkv = rng.standard_normal((B[0], T, 3 * H * D)).astype(dtype)
+    x = qkv[..., : H * D].reshape(B[0], T, H, D).swapaxes(1, 2).reshape(shape)  # laid out as the model's q is
     angles = rng.standard_normal((T, D)) * 3
-    cos, signed_sin = rope.halves(np.cos(angles).astype(dtype)), rope.halves(np.sin(angles).astype(dtype)).copy()
+    cos, signed_sin = halves(np.cos(angles).astype(dtype)), halves(np.sin(angles).astype(dtype)).copy()
     signed_sin[:, 0] *= -1
     gy = rng.standard_normal(shape).astype(dtype)
     kernel = fast_rope.rope_forward(x, cos, signed_sin), fast_rope.rope_backward(gy, cos, signed_sin)
     return ["y", "gx"], kernel, (rope.rope_forward(x, cos, signed_sin), rope.rope_backward(gy, cos, signed_sin))
+
+
+def _exp_and_max(rng, dtype, shape):
+    x = (rng.standard_normal(shape) * 5).astype(dtype)
+    x[0] += 1e4  # a row that overflows exp without the max shift
+    if shape[0] >= 2:  # the kernel's maxima skip NaN: the formula's are NaN, so the rows here hold none
+        x[1] = -np.inf  # all -inf: m = 0
+    kernel, formula = fast_softmax.exp_and_max(x, axis=-1), softmax.exp_and_max(x, axis=-1)
+    return ["e", "m"], kernel, formula
 
 
 def _embedding(rng, dtype, shape):
@@ -169,10 +188,17 @@ KERNELS = {
         {np.float32: 4e-7, np.float64: 1e-15},
         {"gb"},
     ),
-    # achieved 1.9e-7 (float32 only: the formula's erf is exact, the kernel's Abramowitz & Stegun; its error,
-    # about 3e-8 in Phi, is large relative to Phi far out in the negative tail, small against the array's scale)
-    "gelu": (_gelu, [(), (7,), (3334, 6)], {np.float32: 4e-7}, set()),
-    "rope": (_rope, [(1, 1, 1, 2), (3, 2, 5, 4), (37, 2, 16, 8)], {np.float32: 0, np.float64: 0}, set()),
+    # achieved 1.9e-7 (float32: the formula's erf is exact, the kernel's Abramowitz & Stegun; its error,
+    # about 3e-8 in Phi, is large relative to Phi far out in the negative tail, small against the array's scale),
+    # and 1.5e-16 (float64: there the kernel's erfc is exact too)
+    "gelu": (_gelu, [(), (7,), (3334, 6)], {np.float32: 4e-7, np.float64: 4e-16}, set()),
+    "rope": (
+        _rope,
+        [(1, 2), (5, 4), (3, 5, 4), (1, 1, 1, 2), (3, 2, 5, 4), (37, 2, 16, 8)],
+        {np.float32: 0, np.float64: 0},
+        set(),
+    ),
+    "exp_and_max": (_exp_and_max, [(1, 3), (37, 50), (5, 0)], {np.float32: 0, np.float64: 0}, set()),
     # achieved 1.8e-7, 3.0e-16 (np.add.at adds each id's rows one after another, reduceat in another order)
     "embedding": (_embedding, [(1, 1, 1), (5, 9, 3), (300, 7, 64)], {np.float32: 3e-7, np.float64: 6e-16}, set()),
 }
@@ -191,7 +217,7 @@ def pool(request):
     threads.use_threads(1)
 
 
-@pytest.fixture(params=[kernels.CACHE_BLOCK_BYTES, SMALL_BLOCK_BYTES], ids=["real-blocks", "small-blocks"])
+@pytest.fixture(params=[plan.CACHE_BLOCK_BYTES, SMALL_BLOCK_BYTES], ids=["real-blocks", "small-blocks"])
 def block_bytes(request, monkeypatch):
     if request.param == SMALL_BLOCK_BYTES:
         _small_blocks(monkeypatch)
@@ -228,17 +254,58 @@ def test_the_kernel_computes_its_ops_formula(name, dtype, shape, pool, block_byt
     check_kernel(name, dtype, shape)
 
 
+def every_kernel():
+    """(module, name) of every kernel, found in the package: each public function of a module of tensorlab/kernels/
+    but plan.py (how the work is cut; tested below)."""
+    for info in pkgutil.iter_modules(kernels.__path__):
+        module = importlib.import_module(f"tensorlab.kernels.{info.name}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if module is not plan and function.__module__ == module.__name__ and not name.startswith("_"):
+                yield module, name
+
+
+def kernels_without_a_row(monkeypatch):
+    """The kernels that no row of KERNELS calls, as 'tensorlab.kernels.MODULE.NAME'."""
+    found, called = list(every_kernel()), set()
+    for module, name in found:
+        kernel, key = getattr(module, name), f"{module.__name__}.{name}"
+        monkeypatch.setattr(
+            module, name, lambda *a, _kernel=kernel, _key=key, **k: called.add(_key) or _kernel(*a, **k)
+        )
+    for pairs, shapes, tolerances, _ in KERNELS.values():
+        with np.errstate(all="ignore"):
+            pairs(np.random.default_rng(0), next(iter(tolerances)), shapes[-1])
+    return sorted({f"{module.__name__}.{name}" for module, name in found} - called)
+
+
+def test_every_kernel_has_a_row(monkeypatch):
+    assert kernels_without_a_row(monkeypatch) == []
+
+
+def test_a_kernel_without_a_row_is_caught(monkeypatch):
+    """Planted: a new public function in a kernel module, and a row taken out of KERNELS."""
+
+    def rope_twice(x, cos, signed_sin):
+        return fast_rope.rope_forward(fast_rope.rope_forward(x, cos, signed_sin), cos, signed_sin)
+
+    rope_twice.__module__ = fast_rope.__name__
+    monkeypatch.setattr(fast_rope, "rope_twice", rope_twice, raising=False)
+    monkeypatch.delitem(KERNELS, "exp_and_max")
+    missing = ["tensorlab.kernels.rope.rope_twice", "tensorlab.kernels.softmax.exp_and_max"]
+    assert kernels_without_a_row(monkeypatch) == missing
+
+
 def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(monkeypatch):
     _small_blocks(monkeypatch)
     rows = np.zeros((2 * 37, 64), np.float32)
     assert [b.stop - b.start for b in fast_norm._row_blocks(rows)] == [9, 9, 9, 10, 9, 9, 9, 10]
     q = np.zeros((7, 2, 16, 8), np.float32)
     assert [b.stop - b.start for b in fast_attention._batch_blocks(q)] == [1, 2, 2, 2]
-    assert {b.stop - b.start for b in kernels.cache_blocks(3334 * 6, 8 * 4)} == {312, 313}  # GELU: 64 blocks
-    assert {b.stop - b.start for b in fast_linear.row_parts(300, 300 * 64 * 96)} == {18, 19}
-    assert len(fast_linear.row_parts(96, 300 * 64 * 96)) > 1  # so Linear's (300, 64, 96) products are cut (gW too)
-    assert not fast_linear.batch_row_parts(300, 96, 64)  # ... each on its own,
-    assert len(fast_linear.batch_row_parts(2000, 12, 8)) == 16  # and (2000, 8, 12)'s backward by the batch's rows
+    assert {b.stop - b.start for b in plan.cache_blocks(3334 * 6, 8 * 4)} == {312, 313}  # GELU: 64 blocks
+    assert {b.stop - b.start for b in plan.row_parts(300, 300 * 64 * 96)} == {18, 19}
+    assert len(plan.row_parts(96, 300 * 64 * 96)) > 1  # so Linear's (300, 64, 96) products are cut (gW too)
+    assert not plan.batch_row_parts(300, 96, 64)  # ... each on its own,
+    assert len(plan.batch_row_parts(2000, 12, 8)) == 16  # and (2000, 8, 12)'s backward by the batch's rows
 
 
 @pytest.mark.parametrize(
@@ -257,9 +324,9 @@ def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(mo
 def test_a_kernel_that_skips_its_last_block_is_caught(name, shape, monkeypatch):
     """Planted: the blocks and row parts without their last, as an off-by-one would drop it."""
     _small_blocks(monkeypatch)
-    cache_blocks, row_parts = kernels.cache_blocks, fast_linear.row_parts
-    monkeypatch.setattr(kernels, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
-    monkeypatch.setattr(fast_linear, "row_parts", lambda *shape: row_parts(*shape)[:-1])
+    cache_blocks, row_parts = plan.cache_blocks, plan.row_parts
+    monkeypatch.setattr(plan, "cache_blocks", lambda *args: cache_blocks(*args)[:-1])
+    monkeypatch.setattr(plan, "row_parts", lambda *shape: row_parts(*shape)[:-1])
     with pytest.raises(AssertionError):
         check_kernel(name, np.float32, shape, seed=1)
 
@@ -292,7 +359,7 @@ def test_linear_s_parts_are_thick_and_fixed_by_the_shapes_alone():
     of a, or the columns of b when those are more."""
 
     def sizes(n, k, m):
-        return [p.stop - p.start for p in fast_linear.row_parts(max(n, m), n * k * m)]
+        return [p.stop - p.start for p in plan.row_parts(max(n, m), n * k * m)]
 
     assert sizes(128, 4096, 128) == [64, 64]  # a weight's gradient gy^T x in a transformer
     assert sizes(4096, 128, 128) == [2048, 2048]  # 2^26 multiply-adds: half of MIN_PART_WORK, cut in two
@@ -311,9 +378,9 @@ def test_linear_s_backward_is_cut_by_the_batch_s_rows_where_the_weight_gradients
         (256, 768),
         (768, 192),
     ]:  # seed_d128's qkv, the head, seed_d256, default
-        assert len(fast_linear.batch_row_parts(4096, n_out, n_in)) in (2, 4)
+        assert len(plan.batch_row_parts(4096, n_out, n_in)) in (2, 4)
     for rows, n_in, n_out in [(256, 784, 1024), (256, 1024, 1024), (2048, 1024, 1024), (64, 64, 64)]:
-        assert fast_linear.batch_row_parts(rows, n_out, n_in) == []
+        assert plan.batch_row_parts(rows, n_out, n_in) == []
 
 
 @pytest.mark.parametrize("swap", [(-1, -2), (0, 1)], ids=["last-axis-strided", "batch-axes-swapped"])
@@ -325,7 +392,7 @@ def test_rope_s_kernel_writes_its_output_whatever_the_input_s_layout(swap, pool)
     x = x if x.shape[-1] % 2 == 0 else x[..., :4]  # an even D
     T, D = x.shape[-2:]
     angles = rng.standard_normal((T, D))
-    cos, signed_sin = rope.halves(np.cos(angles).astype(np.float32)), rope.halves(np.sin(angles).astype(np.float32))
+    cos, signed_sin = halves(np.cos(angles).astype(np.float32)), halves(np.sin(angles).astype(np.float32))
     for kernel, formula in [(fast_rope.rope_forward, rope.rope_forward), (fast_rope.rope_backward, rope.rope_backward)]:
         np.testing.assert_array_equal(kernel(x, cos, signed_sin), formula(x, cos, signed_sin))
 
@@ -339,8 +406,8 @@ def test_the_blocks_of_the_bench_shapes_give_every_thread_an_equal_share(threads
     cuts = [
         fast_attention._batch_blocks(np.empty((64, 4, 64, 32), np.float32)),
         fast_norm._row_blocks(np.empty((4096, 192), np.float32)),
-        kernels.cache_blocks(4096 * 768, 8 * 4),
-        fast_linear.row_parts(4096, 4096 * 256 * 768),
+        plan.cache_blocks(4096 * 768, 8 * 4),
+        plan.row_parts(4096, 4096 * 256 * 768),
     ]
     for blocks in cuts:
         busy = min(threads_, len(blocks))  # fewer blocks than threads: one block each, the rest idle
@@ -361,20 +428,20 @@ def test_linear_s_products_too_small_to_cut_never_wake_a_thread(monkeypatch, poo
     monkeypatch.setattr(threads, "for_each_block", no_pool)
     rng = np.random.default_rng(7)
     x, w, b, gy = (rng.standard_normal(shape).astype(np.float32) for shape in [(64, 64), (64, 64), (64,), (64, 64)])
-    assert fast_linear.product(x, w.T)[1] == []
+    assert fast_linear._product(x, w.T)[1] == []
     np.testing.assert_array_equal(fast_linear.linear_forward(x, w, b), linear.linear_forward(x, w, b))
     for kernel, formula in zip(fast_linear.linear_backward(gy, x, w), linear.linear_backward(gy, x, w)):
         np.testing.assert_array_equal(kernel, formula)
 
 
 def test_linear_s_product_split_by_columns_is_the_whole_product(monkeypatch):
-    monkeypatch.setattr(fast_linear, "MIN_PART_ROWS", 4)
-    monkeypatch.setattr(fast_linear, "MIN_PART_WORK", 1)
+    monkeypatch.setattr(plan, "MIN_PART_ROWS", 4)
+    monkeypatch.setattr(plan, "MIN_PART_WORK", 1)
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 300))  # more columns: cut by columns
-    parts = fast_linear.row_parts(300, 96 * 64 * 300)
-    assert len(parts) == fast_linear.ROW_PARTS
-    np.testing.assert_allclose(fast_linear.matmul(a, b), a @ b, rtol=1e-15, atol=1e-13)
+    parts = plan.row_parts(300, 96 * 64 * 300)
+    assert len(parts) == plan.ROW_PARTS
+    np.testing.assert_allclose(fast_linear.linear_forward(a, b.T), a @ b, rtol=1e-15, atol=1e-13)
 
 
 @pytest.mark.parametrize("backward", [fast_linear.linear_backward, linear.linear_backward], ids=["kernel", "formula"])
@@ -397,3 +464,25 @@ def test_a_linear_on_data_gives_its_weight_the_same_gradient_and_its_input_none(
         grads.append(w.grad)
         assert (x.grad is None) != x_needs_grad
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_every_plan_constant_is_set_by_its_environment_variable_and_a_bad_value_is_named(monkeypatch):
+    """bench/tune.py sweeps the plan's constants through TENSORLAB_<NAME>; a value that is not a positive number of
+    the constant's type is refused in one line naming the variable."""
+    chosen = dict(plan.CHOSEN)
+    assert chosen == plan.in_use() and set(chosen) >= {"CACHE_BLOCK_BYTES", "ROW_PARTS", "BATCH_CUT_MAX_SHARE"}
+    try:
+        for name, value in chosen.items():
+            monkeypatch.setenv(f"TENSORLAB_{name}", str(value * 2))
+        importlib.reload(plan)
+        assert plan.in_use() == {name: value * 2 for name, value in chosen.items()} and plan.CHOSEN == chosen
+        for bad in ["four", "0", "-1", "1.5"]:
+            monkeypatch.setenv("TENSORLAB_ROW_PARTS", bad)
+            expected = f"TENSORLAB_ROW_PARTS='{bad}': expected a positive whole number, such as the chosen 16"
+            with pytest.raises(ValueError, match=re.escape(expected)):
+                importlib.reload(plan)
+    finally:
+        for name in chosen:
+            monkeypatch.delenv(f"TENSORLAB_{name}", raising=False)
+        importlib.reload(plan)
+    assert plan.in_use() == chosen

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from tensorlab import kernels, threads
+from tensorlab.kernels import plan
 from tensorlab.kernels.softmax import exp_and_max
 
 
@@ -62,4 +63,4 @@ def causal_attention_backward(gy, q, k, v, weights, mask=None):
 def _batch_blocks(a):
     """Blocks of batch elements of a (B, H, T, D) array, about three (H, T, T) arrays of each fitting in cache."""
     B, H, T, _ = a.shape
-    return kernels.cache_blocks(B, 3 * H * T * T * a.itemsize)
+    return plan.cache_blocks(B, 3 * H * T * T * a.itemsize)

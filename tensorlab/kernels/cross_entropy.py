@@ -5,7 +5,8 @@ exponentials written straight into the softmax's buffer and normalised there in 
 
 import numpy as np
 
-from tensorlab import kernels, threads
+from tensorlab import threads
+from tensorlab.kernels import plan
 from tensorlab.kernels.softmax import exp_and_max
 
 
@@ -21,5 +22,5 @@ def softmax_and_logsumexp(x):
         with np.errstate(divide="ignore"):  # log 0 = -inf: no classes, or a row all -inf
             logsumexp[b] = np.log(total) + m
 
-    threads.for_each_block(rows, kernels.cache_blocks(x.shape[0], 3 * x.shape[1] * x.itemsize))
+    threads.for_each_block(rows, plan.cache_blocks(x.shape[0], 3 * x.shape[1] * x.itemsize))
     return p, logsumexp

@@ -9,12 +9,14 @@ block and the per-block sums added at the end, in block order.
 
 import numpy as np
 
-from tensorlab import kernels, threads
+from tensorlab import threads
+from tensorlab.kernels import plan
+from tensorlab.layout import as_rows
 
 
 def rms_norm_forward(x, weight, eps):
     """y, xhat, r as the formula gives them: r = (mean(x^2) + eps)^(-1/2), xhat = x r, y = xhat w."""
-    x_rows = kernels.as_rows(x)  # (N, C)
+    x_rows = as_rows(x)  # (N, C)
     r = np.empty((x_rows.shape[0], 1), x.dtype)
     xhat, y = np.empty_like(x_rows), np.empty_like(x_rows)
 
@@ -29,7 +31,7 @@ def rms_norm_forward(x, weight, eps):
 
 def rms_norm_backward(gy, xhat, r, weight):
     """gx = r (g - xhat mean(g xhat)) with g = gy w, and gw = the sum over rows of gy xhat."""
-    gy_rows, xhat_rows, r_rows = kernels.as_rows(gy), kernels.as_rows(xhat), kernels.as_rows(r)
+    gy_rows, xhat_rows, r_rows = as_rows(gy), as_rows(xhat), as_rows(r)
     gx = np.empty_like(gy_rows)
     blocks = _row_blocks(gy_rows)
     gw_parts = np.empty((len(blocks), gy_rows.shape[1]), gy.dtype)  # one partial sum per block
@@ -58,7 +60,7 @@ def layer_norm_backward(gy, xhat, r, weight):
     g = gy * weight
     gx = g - g.mean(axis=-1, keepdims=True) - xhat * _row_mean_of_product(g, xhat)
     gx *= r
-    rows = kernels.as_rows(gy)
+    rows = as_rows(gy)
     return gx, np.einsum("ni,ni->i", rows, xhat.reshape(rows.shape)), rows.sum(axis=0)
 
 
@@ -69,4 +71,4 @@ def _row_mean_of_product(a, b):
 
 def _row_blocks(rows):
     """Blocks of rows of a 2-D array, about 4 arrays of each block fitting in cache together."""
-    return kernels.cache_blocks(rows.shape[0], 4 * rows.shape[1] * rows.itemsize)
+    return plan.cache_blocks(rows.shape[0], 4 * rows.shape[1] * rows.itemsize)

@@ -105,11 +105,11 @@ class CausalAttention(Function):
         B, H, T, _ = q.shape
         device = backend.device_of(q)
         self.mask = None if not self.dropout_p else dropout_mask((B, H, T, T), self.dropout_p, q.dtype, device)
-        forward = fast.causal_attention_forward if kernels.applies_to(q) else causal_attention_forward
+        forward = kernels.choose(fast.causal_attention_forward, causal_attention_forward, q)
         y, self.weights = forward(q, k, v, causal_bias(T, q.dtype, device), self.mask)
         self.q, self.k, self.v = q, k, v
         return y  # (B, H, T, D)
 
     def backward(self, gy):
-        backward = fast.causal_attention_backward if kernels.applies_to(gy) else causal_attention_backward
+        backward = kernels.choose(fast.causal_attention_backward, causal_attention_backward, gy)
         return backward(gy, self.q, self.k, self.v, self.weights, self.mask)

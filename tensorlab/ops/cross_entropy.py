@@ -17,8 +17,8 @@ every core), which tests/test_kernels.py checks against the one here.
 import numpy as np
 
 from tensorlab import backend, kernels
-from tensorlab.kernels import as_rows
 from tensorlab.kernels import cross_entropy as fast
+from tensorlab.layout import as_rows
 from tensorlab.ops.softmax import exp_and_max
 from tensorlab.tensor import Function
 
@@ -59,7 +59,7 @@ class CrossEntropy(Function):
         self.valid = ~ignored(t, self.ignore_index)
         self.t = xp.where(self.valid, t, 0)  # any class for ignored rows; masked below
         self.rows = xp.arange(len(t))
-        softmax = fast.softmax_and_logsumexp if kernels.applies_to(x) else softmax_and_logsumexp
+        softmax = kernels.choose(fast.softmax_and_logsumexp, softmax_and_logsumexp, x)
         self.p, logsumexp = softmax(x)  # (N, V), (N, 1)
         target_logits = x[self.rows, self.t] if vocab else xp.zeros(len(t), x.dtype)  # no classes: all ignored
         losses = logsumexp[:, 0] - target_logits  # logsumexp(x) - x_t, (N,)

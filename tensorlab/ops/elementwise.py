@@ -356,9 +356,14 @@ def gelu_and_slope(x):
     return x * cdf, cdf + x * pdf
 
 
+def gelu_backward(gy, slope):
+    # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)  (the slope, from forward)
+    return gy * slope
+
+
 def erf(x):
     """The error function, in x's dtype: CuPy's on a GPU; NumPy has none, so on the CPU Python's exact math.erf,
-    one element at a time (slow: in float32, the op runs tensorlab/kernels/gelu.py's fast approximation)."""
+    one element at a time (slow: on the CPU in float32 the op's kernel, tensorlab/kernels/gelu.py, approximates it)."""
     if backend.is_cupy_array(x):
         return backend.cupy_erf(x)
     return np.asarray(_erf_exact(x), dtype=x.dtype)
@@ -370,7 +375,7 @@ _erf_exact = np.frompyfunc(math.erf, 1, 1)
 class Gelu(Function):
     """GELU: x * Phi(x) with Phi the standard normal CDF ('none'), or its tanh approximation ('tanh').
 
-    The exact form is gelu_and_slope; on the CPU in float32 its kernel (tensorlab/kernels/gelu.py).
+    The exact form is gelu_and_slope and gelu_backward; on the CPU their kernels (tensorlab/kernels/gelu.py).
     """
 
     def __init__(self, approximate="none"):
@@ -383,8 +388,7 @@ class Gelu(Function):
             self.x = x
             self.t = backend.array_module(x).tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3))
             return 0.5 * x * (1 + self.t)
-        fused = kernels.applies_to(x) and x.dtype == np.float32  # the kernel's erf is float32's
-        y, self.slope = (fast.gelu_and_slope if fused else gelu_and_slope)(x)
+        y, self.slope = kernels.choose(fast.gelu_and_slope, gelu_and_slope, x)(x)
         return y
 
     def backward(self, gy):
@@ -394,9 +398,7 @@ class Gelu(Function):
             x = self.x
             du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
             return gy * (0.5 * (1 + self.t) + 0.5 * x * (1 - self.t * self.t) * du)
-        # y = x Phi(x)  =>  gx = gy * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
-        # (the slope came from forward)
-        return fast.gelu_backward(gy, self.slope) if kernels.applies_to(gy) else gy * self.slope
+        return kernels.choose(fast.gelu_backward, gelu_backward, gy)(gy, self.slope)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)

@@ -22,7 +22,7 @@ class Embedding(Function):
     def backward(self, gy):
         # y[n] = W[ids[n]]  =>  gW[v] = sum of gy[n] over every n with ids[n] = v (scatter-add)
         vocab, width = self.weight_shape
-        scatter_add = fast.segment_sum if kernels.applies_to(gy) else backend.segment_sum
+        scatter_add = kernels.choose(fast.segment_sum, backend.segment_sum, gy)
         return None, scatter_add(self.ids.reshape(-1), gy.reshape(self.ids.size, width), vocab)
 
 

@@ -11,6 +11,7 @@ large batch by its rows; tests/test_kernels.py checks them against the ones here
 
 from tensorlab import kernels
 from tensorlab.kernels import linear as fast
+from tensorlab.layout import as_rows
 from tensorlab.ops.dtypes import check_floating, check_same_dtype
 from tensorlab.tensor import Function
 
@@ -41,12 +42,12 @@ class Linear(Function):
                 f"{weight.shape} (out, in), and bias {bias_shape} must be ({out_features},)"
             )
         self.x_shape, self.weight = x.shape, weight
-        self.x_rows = kernels.as_rows(x)  # (N, IN), N = all leading axes
-        forward = fast.linear_forward if kernels.applies_to(x) else linear_forward
+        self.x_rows = as_rows(x)  # (N, IN), N = all leading axes
+        forward = kernels.choose(fast.linear_forward, linear_forward, x)
         return forward(self.x_rows, weight, bias).reshape(x.shape[:-1] + (out_features,))
 
     def backward(self, gy):
-        backward = fast.linear_backward if kernels.applies_to(gy) else linear_backward
+        backward = kernels.choose(fast.linear_backward, linear_backward, gy)
         input_grad = self.inputs[0].requires_grad
-        gx, gw, gb = backward(kernels.as_rows(gy), self.x_rows, self.weight, input_grad)
+        gx, gw, gb = backward(as_rows(gy), self.x_rows, self.weight, input_grad)
         return gx.reshape(self.x_shape) if input_grad else None, gw, gb

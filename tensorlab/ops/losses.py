@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from tensorlab import backend
-from tensorlab.kernels import as_rows
+from tensorlab.layout import as_rows
 from tensorlab.ops.cross_entropy import REDUCTIONS, check_reduction, check_targets, ignored
 from tensorlab.ops.dtypes import check_floating, check_same_dtype, promote
 from tensorlab.ops.elementwise import log_sigmoid, sigmoid

@@ -12,6 +12,7 @@ against the ones here.
 
 from tensorlab import backend, kernels
 from tensorlab.kernels import norm as fast
+from tensorlab.layout import as_rows
 from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
@@ -51,7 +52,7 @@ def layer_norm_backward(gy, xhat, r, weight):
 
 def _sum_over_rows(a):
     """Sum over every axis but the last: how a per-feature weight or bias gathers its gradient."""
-    return kernels.as_rows(a).sum(axis=0)
+    return as_rows(a).sum(axis=0)
 
 
 def _check_params(op_name, x, *params):
@@ -74,13 +75,13 @@ class RMSNorm(Function):
 
     def forward(self, x, weight):
         _check_params("rms_norm", x, weight)
-        forward = fast.rms_norm_forward if kernels.applies_to(x) else rms_norm_forward
+        forward = kernels.choose(fast.rms_norm_forward, rms_norm_forward, x)
         y, self.xhat, self.r = forward(x, weight, self.eps)
         self.w = weight
         return y
 
     def backward(self, gy):
-        backward = fast.rms_norm_backward if kernels.applies_to(gy) else rms_norm_backward
+        backward = kernels.choose(fast.rms_norm_backward, rms_norm_backward, gy)
         return backward(gy, self.xhat, self.r, self.w)
 
 
@@ -94,11 +95,11 @@ class LayerNorm(Function):
 
     def forward(self, x, weight, bias):
         _check_params("layer_norm", x, weight, bias)
-        forward = fast.layer_norm_forward if kernels.applies_to(x) else layer_norm_forward
+        forward = kernels.choose(fast.layer_norm_forward, layer_norm_forward, x)
         y, self.xhat, self.r = forward(x, weight, bias, self.eps)
         self.w = weight
         return y
 
     def backward(self, gy):
-        backward = fast.layer_norm_backward if kernels.applies_to(gy) else layer_norm_backward
+        backward = kernels.choose(fast.layer_norm_backward, layer_norm_backward, gy)
         return backward(gy, self.xhat, self.r, self.w)

@@ -14,14 +14,11 @@ tensorlab/kernels/rope.py, a few batch elements at a time on every core; tests/t
 against the ones here.
 """
 
+from tensorlab import kernels
 from tensorlab.kernels import rope as fast
+from tensorlab.layout import halves  # (..., D) as (..., 2, D/2), a view
 from tensorlab.ops.dtypes import check_floating
 from tensorlab.tensor import Function
-
-
-def halves(a):
-    """(..., D) as (..., 2, D/2): always a view (splitting one axis never needs a copy)."""
-    return a.reshape(a.shape[:-1] + (2, a.shape[-1] // 2))
 
 
 def rope_forward(x, cos, signed_sin):
@@ -56,9 +53,9 @@ class Rope(Function):
         self.cos = halves(cos.astype(x.dtype, copy=False))  # (T, 2, D/2), in x's dtype: the tables take no gradient
         self.signed_sin = halves(sin).astype(x.dtype)  # a copy
         self.signed_sin[:, 0] *= -1  # [-sin1, sin2]
-        forward = fast.rope_forward if fast.applies_to(x) else rope_forward
+        forward = kernels.choose(fast.rope_forward, rope_forward, x)
         return forward(x, self.cos, self.signed_sin)
 
     def backward(self, gy):
-        backward = fast.rope_backward if fast.applies_to(gy) else rope_backward
+        backward = kernels.choose(fast.rope_backward, rope_backward, gy)
         return backward(gy, self.cos, self.signed_sin), None, None

@@ -12,18 +12,17 @@ from tensorlab.ops.dtypes import check_floating
 from tensorlab.tensor import Function
 
 
-def exp_and_max(x, axis, out=None, m=None):
+def exp_and_max(x, axis, out=None):
     """The pair (exp(x - m), m), m = max of x along `axis` (kept); a row that is all -inf uses m = 0.
 
     The one stable softmax core of the engine: softmax, log_softmax, cross_entropy and causal_attention
     use it. `out` (x itself is fine) receives exp(x - m) instead of a new array. An axis of length 0
-    gives empty results. A caller that found the maxima itself passes them as m (tensorlab/kernels/softmax.py).
+    gives empty results. Its kernel, for cross_entropy's and causal_attention's: tensorlab/kernels/softmax.py.
     """
     xp = backend.array_module(x)
     if x.size == 0:
         return xp.exp(x, out=out), xp.zeros(x.sum(axis=axis, keepdims=True).shape, x.dtype)
-    if m is None:
-        m = x.max(axis=axis, keepdims=True)
+    m = x.max(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
     e = xp.subtract(x, m, out=xp.empty_like(x) if out is None else out)  # an array even when x is 0-d
     return xp.exp(e, out=e), m
