@@ -78,6 +78,15 @@ def check_same_dtype(op_name, *arrays):
         )
 
 
+def check_not_bool(op_name, x):
+    """TypeError if array x holds bools, for ops PyTorch refuses on them (argmax, argmin)."""
+    if x.dtype.kind == "b":
+        raise TypeError(
+            f"{op_name}: input must not be bool (shape {x.shape}), as PyTorch asks too; convert it first, "
+            f"e.g. x.astype('int64')"
+        )
+
+
 def check_floating(op_name, x):
     """TypeError unless array x holds floats, for ops PyTorch refuses on integers (softmax, mean, gelu, ...)."""
     if x.dtype.kind != "f":

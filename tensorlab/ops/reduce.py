@@ -4,7 +4,7 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops.axes import expand_reduced, normalize_axes
-from tensorlab.ops.dtypes import check_floating
+from tensorlab.ops.dtypes import check_floating, check_not_bool
 from tensorlab.tensor import Function
 
 
@@ -121,6 +121,7 @@ def arg_extreme(op_name, x, axis=None, keepdims=False):
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"{op_name}: axis must be None or one int, got {axis!r}")
     axes = normalize_axes(op_name, axis, x.ndim)
+    check_not_bool(op_name, x)
     xp = backend.array_module(x)
     if x.ndim == 0:  # axis None, 0 or -1: the index of the only element
         return xp.zeros((), dtype=xp.int64)
