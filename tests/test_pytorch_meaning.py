@@ -388,6 +388,12 @@ EDGE_VALUES = {  # label: (tensorlab, PyTorch, input, dtype)
         [-np.inf, 4.0],
         np.float32,
     ),
+    "0-d x ** a 0-d tensor (the shape)": (
+        lambda x: x ** tensorlab.tensor(np.float64(0.5)),
+        lambda x: x ** torch.tensor(0.5, dtype=torch.float64),
+        4.0,
+        np.float64,
+    ),
     "std of float32 beyond its squares' range": (lambda x: x.std(), lambda x: x.std(), [1e30, -1e30], np.float32),
     "var of one -inf, correction 1": (lambda x: x.var(), lambda x: x.var(), -np.inf, np.float64),
     "var of one NaN, correction 1": (lambda x: x.var(), lambda x: x.var(), np.nan, np.float32),
