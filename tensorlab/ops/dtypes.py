@@ -56,8 +56,8 @@ def cast(op_name, v, dtype):
     from tensorlab.ops.convert import AsType
     from tensorlab.tensor import Tensor
 
-    if v is None or getattr(v, "dtype", None) == dtype:
-        return v
+    if v is None or (hasattr(v, "dtype") and v.dtype == dtype):  # not getattr(v, "dtype", None): np.dtype(None)
+        return v  # is float64, so a Python number would pass as one
     if isinstance(v, Tensor):
         return AsType(dtype)(v)
     if hasattr(v, "dtype"):
