@@ -21,7 +21,7 @@ from tensorlab.ops.compare import compare
 from tensorlab.ops.convert import AsType, ToDevice
 from tensorlab.ops.cross_entropy import CrossEntropy, check_targets
 from tensorlab.ops.dropout import Dropout
-from tensorlab.ops.dtypes import cast, check_floating, floating, result_type
+from tensorlab.ops.dtypes import cast, check_floating, check_same_dtype, floating, result_type
 from tensorlab.ops.embedding import Embedding, check_ids
 from tensorlab.ops.linear import Linear
 from tensorlab.ops.matmul import MatMul
@@ -515,7 +515,10 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     _check_normalizable("layer_norm", x)
     weight = _filled_like_last_axis(x, 1) if weight is None else weight
     bias = _filled_like_last_axis(x, 0) if bias is None else bias
-    return x * weight + bias if x.shape[-1] == 0 else LayerNorm(eps)(x, weight, bias)  # no features: empty
+    if x.shape[-1] == 0:  # no features: empty, as PyTorch, which checks the dtypes still
+        check_same_dtype("layer_norm", *(_data(v) for v in (x, weight, bias)))
+        return x * weight + bias
+    return LayerNorm(eps)(x, weight, bias)
 
 
 def _check_normalizable(op_name, x):
@@ -526,11 +529,17 @@ def _check_normalizable(op_name, x):
 
 
 def dropout(x, p=0.5, training=True):
-    """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
-    if not training or p == 0:
+    """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training.
+
+    As PyTorch: p is checked, training or not; x is returned as it is when nothing is dropped (not training,
+    p = 0, or x empty), and zeros of its dtype when all is (p = 1); only a scaling mask needs a floating x."""
+    op = Dropout(p)  # checks p
+    if not training or p == 0 or x.size == 0:
         return x
+    if p == 1 and x.dtype.kind != "f":
+        return Tensor(backend.array_module(_data(x)).zeros_like(_data(x)))  # no gradient: an int or bool x has none
     check_floating("dropout", _data(x))  # as PyTorch, whose mask of floats cannot scale an integer or bool x
-    return Dropout(p)(x)
+    return op(x)
 
 
 def _filled_like_last_axis(x, value):

@@ -17,6 +17,7 @@ tensors keep no `.grad` unless asked to (`retain_grad()`). After `backward()` th
 """
 
 import contextlib
+import math
 import threading
 
 import numpy as np
@@ -341,8 +342,12 @@ class Tensor:
         return float(self.item())
 
     def __int__(self):
-        """int(x) of a one-element tensor (truncated toward 0), as PyTorch."""
-        return int(self.item())
+        """int(x) of a one-element tensor (truncated toward 0), as PyTorch; NaN and infinities have no int."""
+        value = self.item()
+        if value != value or value in (math.inf, -math.inf):
+            error = ValueError if value != value else OverflowError  # Python's and PyTorch's exception types
+            raise error(f"int() of a tensor holding {value}: it has no integer value")
+        return int(value)
 
     def all(self, axis=None, keepdims=False):
         """Whether every element (along `axis`) is nonzero: a boolean tensor, no gradient."""

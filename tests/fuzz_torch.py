@@ -77,31 +77,111 @@ class Known:
     row: int  # the row of docs/differences-from-pytorch.md
     ops: tuple
     kinds: tuple
-    when: object  # when(x, args): whether this step is the documented case (x: the step's input, PyTorch's)
+    when: object  # when(case): whether this step's difference is the documented one (see Case)
 
 
-def _all_inf_row(x, args):
+@dataclass
+class Case:
+    """What a Known row's `when` sees of a difference: the step's input x and arguments (PyTorch's values), and
+    for a value or gradient the two arrays compared, PyTorch's gradient of the step's result, and same(ours,
+    theirs): whether two arrays agree within the comparison's tolerance."""
+
+    x: np.ndarray
+    args: dict
+    ours: np.ndarray = None
+    theirs: np.ndarray = None
+    upstream: np.ndarray = None
+    same: object = None
+
+    def arrays(self):
+        """x, the arrays among the arguments (in lists too), and the upstream gradient."""
+        found = [self.x] + ([self.upstream] if self.upstream is not None else [])
+        for value in self.args.values():
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                found += [v.array if isinstance(v, Const) else v] if isinstance(v, (np.ndarray, Const)) else []
+        return found
+
+    def excused(self, where):
+        """Whether the arrays differ only at `where` (and do there): the rest agrees within the tolerance."""
+        where = np.asarray(where)
+        return bool(where.any()) and self.same(np.where(where, self.theirs, self.ours), self.theirs)
+
+
+def _all_inf_row(c):
     with np.errstate(invalid="ignore"):
-        return x.ndim > 0 and x.dtype.kind == "f" and bool(np.all(x == -np.inf, axis=args["axis"]).any())
+        if c.x.ndim == 0:
+            return c.x.dtype.kind == "f" and bool(c.x == -np.inf)
+        return c.x.dtype.kind == "f" and bool(np.all(c.x == -np.inf, axis=c.args["axis"]).any())
 
 
-def _shapes_differ(x, args):
-    return x.shape != np.shape(args["t"].array if isinstance(args["t"], Const) else args["t"])
+def _shapes_differ(c):
+    return c.x.shape != np.shape(c.args["t"].array if isinstance(c.args["t"], Const) else c.args["t"])
 
 
-def _ints_apart_from_arrays(x, args):
-    index = args["index"] if isinstance(args["index"], tuple) else (args["index"],)
-    kinds = "".join(
-        "a" if isinstance(i, Const) and i.array.dtype.kind != "b" else "i" if isinstance(i, int) else "." for i in index
-    )
+def _ints_apart_from_arrays(c):
+    index = c.args["index"] if isinstance(c.args["index"], tuple) else (c.args["index"],)
+    kinds = "".join("a" if isinstance(i, Const) else "i" if isinstance(i, int) else "." for i in index)
     return "a" in kinds and "i" in kinds and kinds.strip(".").count(".") > 0
 
 
+def _masked_zeros(c):  # tensorlab's exact 0 where PyTorch multiplies a 0 of the definition by inf or NaN
+    with np.errstate(invalid="ignore"):
+        return c.excused((c.ours == 0) & np.isnan(c.theirs))
+
+
+def _int_to_negative_int(base, exponent):
+    base, exponent = (v.array if isinstance(v, Const) else v for v in (base, exponent))
+    tensors = isinstance(base, np.ndarray) and isinstance(exponent, np.ndarray)
+    return tensors and base.dtype.kind in "iub" and exponent.dtype.kind in "iu" and bool((exponent < 0).any())
+
+
+def _empty_of_a_kernels_dtype(c):  # the dtype PyTorch's kernel refuses, on an empty tensor, which it never runs
+    arrays = c.arrays()
+    empty = any(a.size == 0 for a in arrays)
+    return empty and (c.x.dtype.kind != "f" if "y" not in c.args and "w" not in c.args else c.x.dtype.kind == "b")
+
+
+def _gelu_tail(c):  # within |x| eps of the exact value (float32: A&S 7.1.26's erf; 1 + tanh(u) cancels)
+    x = np.broadcast_to(c.x, c.ours.shape).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if c.args["approximate"] == "tanh":
+            exact = x / (1 + np.exp(-2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))  # 0.5 x (1 + tanh u)
+        else:
+            exact = 0.5 * x * np.vectorize(math.erfc, otypes=[float])(-x / math.sqrt(2))
+        eps, rtol = np.finfo(c.x.dtype).eps, RTOL[str(c.x.dtype)]
+        return c.excused(np.abs(c.ours - exact) <= np.abs(x) * eps + rtol * np.abs(exact))
+
+
+def _nonfinite_through_a_fused_op(c):  # inf, NaN or overflow met inside: which of them comes out differs
+    with np.errstate(invalid="ignore", over="ignore"):
+        extreme = any(a.dtype.kind == "f" and not np.all(np.abs(a) < 1e15) for a in c.arrays())
+        return extreme and c.excused(~np.isfinite(c.ours) | ~np.isfinite(c.theirs))
+
+
+def _zero_variance(c):  # std's gradient (x - m) / (n std) where the variance is 0 up to rounding: rounding decides
+    axis = c.args["axis"]
+    with np.errstate(invalid="ignore", over="ignore"):
+        spread = np.ptp(c.x, axis=axis) if c.x.size else np.zeros(0)
+        return bool(np.any(spread <= 8 * np.finfo(c.x.dtype).eps * np.max(np.abs(c.x), axis=axis)))
+
+
+POW = ("pow", "x ** y", "x.pow(y)")
+FUSED = ("causal_attention", "nn.CausalSelfAttention", "layer_norm", "nn.LayerNorm", "nn.TransformerBlock")
 KNOWN = [
     Known(5, ("softmax",), ("value", "gradient"), _all_inf_row),
-    Known(12, ("clamp", "x.clamp"), ("refuses",), lambda x, a: Const in (type(a["lo"]), type(a["hi"]))),
+    Known(12, ("clamp", "x.clamp"), ("refuses",), lambda c: Const in (type(c.args["lo"]), type(c.args["hi"]))),
     Known(13, ("mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"), ("refuses",), _shapes_differ),
     Known(14, ("getitem", "x[index]"), ("refuses",), _ints_apart_from_arrays),
+    Known(18, ("max", "x.max", "min", "x.min", *POW, "y ** x", "cross_entropy"), ("gradient",), _masked_zeros),
+    Known(20, POW, ("refuses",), lambda c: _int_to_negative_int(c.x, c.args["y"])),
+    Known(20, ("y ** x",), ("refuses",), lambda c: _int_to_negative_int(c.args["y"], c.x)),
+    Known(21, ("softmax", "log_softmax", "matmul", "x @ y", "linear"), ("refuses",), _empty_of_a_kernels_dtype),
+    Known(22, ("concatenate",), ("refuses",), lambda c: any(a.shape == (0,) for a in c.arrays())),
+    Known(23, ("cross_entropy",), ("refuses",), lambda c: c.args["smoothing"] < 0),
+    Known(24, ("cross_entropy", "nll_loss"), ("computes", "value"), lambda c: c.x.ndim > 0 and c.x.shape[-1] == 0),
+    Known(25, ("gelu",), ("value",), _gelu_tail),
+    Known(26, FUSED, ("value", "gradient"), _nonfinite_through_a_fused_op),
+    Known(27, ("std", "x.std"), ("gradient",), _zero_variance),
 ]
 
 KINDS = {  # kind: what it means, in the report
@@ -274,9 +354,12 @@ def _compare_step(k, op, ours, theirs, x, args, rtol):
         return Difference("shape", op.name, k, f"tensorlab {o.shape}, PyTorch {theirs_np.shape}")
     inputs = [a for a in [x, *args.values()] if isinstance(a, np.ndarray)]
     scale = _scale(theirs_np, *inputs) * _condition(op.name, args) if op.name in SUMS else 0.0
-    detail = compare_values(ours_np, theirs_np, scale, max(rtol, _rtol(theirs_np, *inputs)))
+    rtol = max(rtol, _rtol(theirs_np, *inputs))
+    detail = compare_values(ours_np, theirs_np, scale, rtol)
     if detail:
-        return Difference("value", op.name, k, detail)
+        same = lambda a, b: compare_values(a, b, scale, rtol) is None  # noqa: E731
+        row = _known("value", op.name, Case(x, args, ours_np, theirs_np, None, same))
+        return Difference("value", op.name, k, detail, known=row)
     if o.requires_grad != t.requires_grad:
         return Difference("requires_grad", op.name, k, f"tensorlab {o.requires_grad}, PyTorch {t.requires_grad}")
     return None
@@ -293,9 +376,9 @@ def _upstream(program, shape, dtype):
     return u.astype(dtype)
 
 
-def _known(kind, op_name, x, args):
+def _known(kind, op_name, case):
     for known in KNOWN:
-        if op_name in known.ops and kind in known.kinds and known.when(x, args):
+        if op_name in known.ops and kind in known.kinds and known.when(case):
             return known.row
     return 0
 
@@ -337,8 +420,8 @@ def _run(program, draw):
         taken.append([(xs[0], xs[1])] + list(zip(TL.leaves[before:], TORCH.leaves[before:])))
         difference = _compare_step(k, op, ours, theirs, x_np, args, rtol)
         if difference or ours[0] == "error" or theirs[0] == "error":
-            if difference:
-                difference = replace(difference, known=_known(difference.kind, name, x_np, args))
+            if difference and difference.kind != "value":  # a value's row is found where the arrays are at hand
+                difference = replace(difference, known=_known(difference.kind, name, Case(x_np, args)))
             return replace(program, steps=steps, refused=not difference), difference, inputs
         xs = [ours[1], theirs[1]]
         if TL.is_tensor(xs[0]):  # the next op starts from PyTorch's values: each op is compared on equal inputs
@@ -394,7 +477,9 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
             else:
                 detail = compare_values(g, tg, scale * condition, max(rtol, _rtol(tg)))
             if detail:
-                row = _known("gradient", name, *inputs[k])
+                tol = (scale * condition, max(rtol, _rtol(tg)))
+                same = lambda a, b, tol=tol: compare_values(a, b, *tol) is None  # noqa: E731
+                row = _known("gradient", name, Case(*inputs[k], g, tg, upstream, same))
                 return Difference("gradient", name, k, f"of {where} {detail}", known=row)
         x_grad = pairs[0][1].grad if pairs and pairs[0][1] is taken[k][0][1] else None
         upstream = x_grad.numpy() if x_grad is not None else upstream

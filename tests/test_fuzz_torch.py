@@ -1,10 +1,9 @@
 """The differential fuzzer against PyTorch (tests/fuzz_torch.py, its op table tests/fuzz_programs.py).
 
-The gate (a few thousand seeded programs in CI, failing on any difference that is not a row of
-docs/differences-from-pytorch.md) is not in the suite yet: 3,000 programs still meet about 29 kinds of
-difference (issue 32 stays open; `python tests/fuzz_torch.py --programs 3000 --seed 32` lists them, each shrunk
-to a snippet). Its exclusions and op table are checked here, and the fuzzer itself is tested as an
-adversary would: a wrong op is planted (a wrong value, dtype, shape or gradient, a refusal dropped, NumPy's
+The gate: GATE_PROGRAMS seeded programs must meet no difference that is not a row of
+docs/differences-from-pytorch.md (fuzz_torch.KNOWN names each row and the case it covers); a failure prints
+every other kind, shrunk to a snippet. The gate catches a planted wrong op, and the fuzzer itself is tested as
+an adversary would: a wrong op is planted (a wrong value, dtype, shape or gradient, a refusal dropped, NumPy's
 exception let through) and the fuzzer must find it and shrink it to a one-op program. A longer run is one command:
 
     python tests/fuzz_torch.py --programs 100000 --seed 0
@@ -26,17 +25,54 @@ from tensorlab import Tensor
 from tensorlab.ops import elementwise as ew
 from tensorlab.ops import reduce
 
-PROGRAMS = 3000  # about 15 s of one CPU
+GATE_PROGRAMS = 5000  # about 10 s of one CPU
 SEED = 32
 DIFFERENCES_PAGE = Path(__file__).resolve().parent.parent / "docs" / "differences-from-pytorch.md"
+
+
+def gate(programs):
+    """The gate's run: the report, with every undocumented kind shrunk (what a failure prints)."""
+    return fz.fuzz(programs, SEED, shrink_groups=None, budget=300)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 32): attention's gradient where softmax saturates (scores far apart, e.g. inputs in the "
+    "thousands through nn.TransformerBlock) differs by rounding; not yet a row of the differences page",
+)
+def test_the_gate_no_difference_outside_the_documented_list():
+    report = gate(GATE_PROGRAMS)
+    assert report.programs == GATE_PROGRAMS
+    assert not report.undocumented, "\n" + report.text()
+
+
+def test_the_gate_fails_on_a_planted_wrong_op_and_prints_its_reproducer(monkeypatch):
+    monkeypatch.setattr(ew.Tanh, "forward", _wrong_tanh)
+    report = gate(GATE_PROGRAMS // 5)
+    assert ("value", "tanh") in report.undocumented or ("value", "x.tanh()") in report.undocumented
+    text = report.text()
+    assert "tanh" in text and "show('tensorlab'" in text and "show('PyTorch'" in text
+
+
+RARE = {  # row: a program the fuzzer found that shows it
+    27: fz.Program(
+        np.array([[0.8411919906082768, 0.0]] * 3), [("x.std", {"axis": -2, "keepdims": False, "correction": 2})], -1
+    ),
+}
 
 
 def test_every_exclusion_is_a_row_of_the_differences_page_and_is_met():
     rows = {int(n) for n in re.findall(r"^\| (\d+) \|", DIFFERENCES_PAGE.read_text(), re.MULTILINE)}
     for known in fz.KNOWN:
         assert known.row in rows, f"fuzz_torch.KNOWN names row {known.row}, which the differences page lacks"
-        report = fz.fuzz(300, SEED, ops=list(known.ops), shrink_groups=0)
-        assert report.documented.get(known.row, 0) > 0, f"row {known.row}'s exclusion matched no program"
+        if known.row in RARE:  # met about once in 20,000 programs: the fuzzer's own find, run again
+            _, difference, _ = fz.run(RARE[known.row])
+            assert difference is not None and difference.known == known.row, difference
+            continue
+        met = any(  # a rare case (an empty class axis) needs more programs
+            fz.fuzz(n, SEED, ops=list(known.ops), shrink_groups=0).documented.get(known.row, 0) > 0 for n in (300, 3000)
+        )
+        assert met, f"row {known.row}'s exclusion matched no program"
 
 
 def test_the_table_calls_every_functional_op_and_tensor_method():

@@ -215,6 +215,41 @@ ISSUE_CASES = {
     "layer_norm of bool": (F.layer_norm, lambda x: TF.layer_norm(x, (3,)), [B]),
     "relu of int": (F.relu, torch.relu, [np.array([-1, 0, 2])]),
     "relu of bool": (F.relu, torch.relu, [B]),
+    # met by the fuzzer (tests/fuzz_torch.py)
+    "argmax of bool": (F.argmax, torch.argmax, [B]),
+    "argmin of bool, an axis": (lambda x: F.argmin(x, 0), lambda x: torch.argmin(x, 0), [B]),
+    "dropout, p < 0, not training": (lambda x: F.dropout(x, -0.1, False), lambda x: TF.dropout(x, -0.1, False), [X]),
+    "dropout of bool, p = 1": (lambda x: F.dropout(x, 1.0), lambda x: TF.dropout(x, 1.0), [B]),
+    "dropout of an empty int": (lambda x: F.dropout(x, 0.5), lambda x: TF.dropout(x, 0.5), [np.zeros((2, 0), int)]),
+    "linear of int": (F.linear, TF.linear, [I.reshape(1, 3), np.ones((2, 3), int), np.arange(2)]),
+    "masked_fill of bool with -inf": (
+        lambda x, m: F.masked_fill(x, m, -np.inf),
+        lambda x, m: x.masked_fill(m, -np.inf),
+        [B, ~B],
+    ),
+    "masked_fill of int with 1e30": (
+        lambda x, m: F.masked_fill(x, m, 1e30),
+        lambda x, m: x.masked_fill(m, 1e30),
+        [I, B],
+    ),
+    "binary_cross_entropy of NaN": (F.binary_cross_entropy, TF.binary_cross_entropy, [np.array([np.nan]), np.ones(1)]),
+    "nll_loss without classes": (
+        lambda x, t: F.nll_loss(x, t, ignore_index=0),
+        lambda x, t: TF.nll_loss(x, t, ignore_index=0),
+        [np.zeros((1, 0)), np.array([0])],
+    ),
+    "layer_norm of two dtypes, no features": (
+        F.layer_norm,
+        lambda x, w: TF.layer_norm(x, (0,), w),
+        [np.zeros((2, 0)), np.zeros(0, np.float32)],
+    ),
+    "int() of NaN": (int, int, [np.array(np.nan)]),
+    "int() of -inf": (int, int, [np.array(-np.inf, np.float32)]),
+    "causal_attention with no channels": (
+        F.causal_attention,
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [np.zeros((1, 1, 2, 0))] * 3,
+    ),
 }
 
 
@@ -231,8 +266,8 @@ def test_each_case_of_the_issue_computes_as_pytorch_or_both_refuse_in_tensorlabs
     ours_in = [tensorlab.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
     try:
         theirs = theirs_call(*theirs_in)
-    except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError):
-        with pytest.raises(Exception) as refused:  # noqa: PT011 (which class is judged below)
+    except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError, OverflowError):
+        with pytest.raises(Exception) as refused:  # noqa: PT011 (which class is judged below)  # noqa: PT011 (which class is judged below)
             ours_call(*ours_in)
         message = str(refused.value)
         assert raised_by_tensorlab(refused.value), where_raised(refused.value)

@@ -373,3 +373,46 @@ def test_in_place_arithmetic_is_refused_in_one_line_where_pytorch_would_change_t
         exec(f"ours {symbol} tensorlab.tensor(np.ones((2, 2)))")
     assert len(str(error.value).splitlines()) == 1
     np.testing.assert_array_equal(ours.numpy(), [[1.0, 2.0], [3.0, 4.0]])
+
+
+# ----- edge values the fuzzer met (tests/fuzz_torch.py): PyTorch's values and gradients, NaN and inf included ------
+
+EDGE_VALUES = {  # label: (tensorlab, PyTorch, input, dtype)
+    "softmax of a row holding +inf": (F.softmax, lambda x: torch.softmax(x, -1), [np.inf, 1.0], np.float32),
+    "log_softmax of a row holding +inf": (F.log_softmax, lambda x: torch.log_softmax(x, -1), [1.0, np.inf], np.float64),
+    "x ** -0.5 at -0 and -inf": (lambda x: x**-0.5, lambda x: x**-0.5, [-0.0, -np.inf, 4.0], np.float64),
+    "x ** 0.5 at -inf (its gradient)": (lambda x: x**0.5, lambda x: x**0.5, [-np.inf, 4.0], np.float32),
+    "x ** a tensor of 0.5 at -inf": (
+        lambda x: x ** tensorlab.tensor(np.float32(0.5)),
+        lambda x: x ** torch.tensor(0.5),
+        [-np.inf, 4.0],
+        np.float32,
+    ),
+    "0-d x ** a 0-d tensor (the shape)": (
+        lambda x: x ** tensorlab.tensor(np.float64(0.5)),
+        lambda x: x ** torch.tensor(0.5, dtype=torch.float64),
+        4.0,
+        np.float64,
+    ),
+    "a Python int ** a float64 tensor": (lambda x: (-3) ** x, lambda x: (-3) ** x, [-2.0, 0.5], np.float64),
+    "std of float32 beyond its squares' range": (lambda x: x.std(), lambda x: x.std(), [1e30, -1e30], np.float32),
+    "var of one -inf, correction 1": (lambda x: x.var(), lambda x: x.var(), -np.inf, np.float64),
+    "var of one NaN, correction 1": (lambda x: x.var(), lambda x: x.var(), np.nan, np.float32),
+    "var of -inf and a number": (lambda x: x.var(axis=0), lambda x: x.var(0), [-np.inf, 1.0], np.float64),
+}
+
+
+@pytest.mark.parametrize("label", EDGE_VALUES)
+def test_edge_values_give_pytorchs_values_and_gradients(label):
+    ours_call, theirs_call, values, dtype = EDGE_VALUES[label]
+    x, t = (
+        tensorlab.tensor(np.array(values, dtype), requires_grad=True),
+        torch.tensor(values, dtype=getattr(torch, np.dtype(dtype).name), requires_grad=True),
+    )
+    with np.errstate(all="ignore"):
+        ours, theirs = ours_call(x), theirs_call(t)
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-6, strict=True)
+        upstream = np.ones(ours.shape, dtype)
+        ours.backward(upstream)
+    theirs.backward(torch.from_numpy(upstream))
+    np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-6, strict=True)

@@ -11,8 +11,8 @@ import numpy as np
 
 
 def exp_and_max(x, axis, out=None):
-    """(exp(x - m), m) as the formula gives them, m = the maxima of x along `axis` (kept), 0 where not finite."""
+    """(exp(x - m), m) as the formula gives them, m = the maxima of x along `axis` (kept), 0 where -inf."""
     m = np.fmax.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
-    m[~np.isfinite(m)] = 0
+    m[m == -np.inf] = 0
     e = np.subtract(x, m, out=np.empty_like(x) if out is None else out)  # an array even when x is 0-d
     return np.exp(e, out=e), m

@@ -60,7 +60,7 @@ def causal_attention_forward(q, k, v, bias, mask=None):
 
     bias is the additive causal mask (T, T) of causal_bias; mask M is dropout's, or None (M = 1).
     """
-    scale = 1 / math.sqrt(q.shape[-1])
+    scale = 1 / math.sqrt(q.shape[-1] or 1)  # D = 0: y is empty, whatever the scale
     S = (q * scale) @ k.swapaxes(-1, -2) + bias  # (B, H, T, T); scaling q costs less than scaling S
     e, _ = exp_and_max(S, axis=-1)
     P = e / e.sum(axis=-1, keepdims=True)
@@ -72,7 +72,7 @@ def causal_attention_backward(gy, q, k, v, P, mask=None):
     # y = (P * M) v, P = softmax(S), S = q k^T / sqrt(D) + bias
     #   =>  gv = (P M)^T gy,  gP = (gy v^T) M,  gS = P * (gP - rowsum(gP P)),
     #       gq = gS k / sqrt(D),  gk = gS^T q / sqrt(D)
-    scale = 1 / math.sqrt(gy.shape[-1])
+    scale = 1 / math.sqrt(gy.shape[-1] or 1)
     gv = (P if mask is None else P * mask).swapaxes(-1, -2) @ gy
     gP = gy @ v.swapaxes(-1, -2)
     if mask is not None:

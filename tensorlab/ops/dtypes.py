@@ -56,8 +56,8 @@ def cast(op_name, v, dtype):
     from tensorlab.ops.convert import AsType
     from tensorlab.tensor import Tensor
 
-    if v is None or getattr(v, "dtype", None) == dtype:
-        return v
+    if v is None or (hasattr(v, "dtype") and v.dtype == dtype):  # not getattr(v, "dtype", None): np.dtype(None)
+        return v  # is float64, so a Python number would pass as one
     if isinstance(v, Tensor):
         return AsType(dtype)(v)
     if hasattr(v, "dtype"):
@@ -75,6 +75,15 @@ def check_same_dtype(op_name, *arrays):
         raise TypeError(
             f"{op_name}: operands of one dtype, not bool, expected (as PyTorch), got {' and '.join(dtypes)}; "
             f"convert them first, e.g. a.astype(b.dtype)"
+        )
+
+
+def check_not_bool(op_name, x):
+    """TypeError if array x holds bools, for ops PyTorch refuses on them (argmax, argmin)."""
+    if x.dtype.kind == "b":
+        raise TypeError(
+            f"{op_name}: input must not be bool (shape {x.shape}), as PyTorch asks too; convert it first, "
+            f"e.g. x.astype('int64')"
         )
 
 

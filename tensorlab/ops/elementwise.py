@@ -106,14 +106,23 @@ class Pow(Function):
                 f"PyTorch; convert x to float first"
             )
         self.x = x
-        return (x**self.exponent).astype(x.dtype, copy=False)  # bool ** True: NumPy's int8, PyTorch's bool
+        return _power(x, self.exponent).astype(x.dtype, copy=False)  # bool ** True: NumPy's int8, PyTorch's bool
 
     def backward(self, gy):
         # y = x^p  =>  gx = gy * p * x^(p-1)  (and 0 for p = 0, where x^-1 would give 0 * inf at x = 0)
         p = self.exponent
         if p == 0:
             return backend.array_module(gy).zeros_like(gy)
-        return gy * (p * self.x ** (p - 1))
+        return gy * (p * _power(self.x, p - 1))
+
+
+def _power(x, p):
+    """x ** p for a Python number p, as PyTorch's kernel: 1 / sqrt(x) for p = -0.5 (so (-inf) ** -0.5 is NaN and
+    (-0.0) ** -0.5 is -inf, where C's pow gives 0 and inf), sqrt for 0.5 (NumPy's ** too), else C's pow."""
+    if p == -0.5:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1 / backend.array_module(x).sqrt(x)
+    return x**p
 
 
 class PowTensor(BinaryOp):
@@ -130,7 +139,7 @@ class PowTensor(BinaryOp):
                 f"pow: integers to negative integer powers are not computed ({a.dtype} tensors); convert to float first"
             )
         self.a, self.b = a, b
-        self.y = a**b
+        self.y = _c_pow(a, b)
         return self.y
 
     def backward(self, gy):
@@ -139,9 +148,16 @@ class PowTensor(BinaryOp):
         xp = backend.array_module(gy)
         a, b, zero = self.a, self.b, gy.dtype.type(0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ga = xp.where(b == 0, zero, gy * b * a ** (b - 1))
+            ga = xp.where(b == 0, zero, gy * b * _c_pow(a, b - 1))
             gb = xp.where((a == 0) & (b >= 0), zero, gy * self.y * xp.log(a))
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
+
+
+def _c_pow(a, b):
+    """C's pow elementwise, as PyTorch's pow of two tensors. NumPy's power takes sqrt for an exponent of 0.5 that
+    repeats (stride 0), which parts from pow at -inf (NaN, not inf), so the exponent is given in full."""
+    xp = backend.array_module(a)
+    return xp.power(a, xp.array(xp.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape))))  # 0-d stays 0-d
 
 
 class Maximum(BinaryOp):

@@ -12,7 +12,7 @@ large batch by its rows; tests/test_kernels.py checks them against the ones here
 from tensorlab import kernels
 from tensorlab.kernels import linear as fast
 from tensorlab.layout import as_rows
-from tensorlab.ops.dtypes import check_floating, check_same_dtype
+from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
 
@@ -32,8 +32,7 @@ class Linear(Function):
     """linear_forward and linear_backward on x's rows; on the CPU their kernels (tensorlab/kernels/linear.py)."""
 
     def forward(self, x, weight, bias=None):
-        check_same_dtype("linear", x, weight, *([] if bias is None else [bias]))
-        check_floating("linear", x)  # as PyTorch, which has no integer kernel for it
+        check_same_dtype("linear", x, weight, *([] if bias is None else [bias]))  # integers too, as PyTorch
         out_features, in_features = weight.shape if weight.ndim == 2 else (None, None)
         if x.shape[-1:] != (in_features,) or (bias is not None and bias.shape != (out_features,)):
             bias_shape = None if bias is None else bias.shape

@@ -78,7 +78,7 @@ class BinaryCrossEntropy(ElementwiseLoss):
 
     def losses(self, p, target):
         xp = backend.array_module(p)
-        if ((p < 0) | (p > 1)).any():
+        if not ((p >= 0) & (p <= 1)).all():  # NaN is refused too, as PyTorch
             raise ValueError(f"binary_cross_entropy: every input must be a probability in [0, 1] (shape {p.shape})")
         self.p, self.target = p, target
         with np.errstate(divide="ignore"):
@@ -132,7 +132,8 @@ class NllLoss(Function):
         self.t = xp.where(self.valid, targets.reshape(-1), 0)  # any class for ignored rows; masked below
         self.rows, self.shape = xp.arange(len(self.t)), log_probs.shape
         self.count = self.valid.sum(dtype=x.dtype)
-        losses = xp.where(self.valid, -x[self.rows, self.t], x.dtype.type(0))
+        picked = x[self.rows, self.t] if x.shape[-1] else xp.zeros(len(self.t), x.dtype)  # no classes: all ignored
+        losses = xp.where(self.valid, -picked, x.dtype.type(0))
         if self.reduction == "none":
             return losses.reshape(targets.shape)
         if self.reduction == "sum":
@@ -149,5 +150,6 @@ class NllLoss(Function):
         else:
             gl = gy if self.reduction == "sum" else gy / xp.maximum(self.count, 1)
         gx = xp.zeros((len(self.t), self.shape[-1]), dtype=gy.dtype)
-        gx[self.rows, self.t] = xp.where(self.valid, -gl, gy.dtype.type(0))  # selected: an inf gy gives 0 there
+        if gx.size:  # no classes: nothing to write
+            gx[self.rows, self.t] = xp.where(self.valid, -gl, gy.dtype.type(0))  # selected: an inf gy gives 0 there
         return gx.reshape(self.shape), None

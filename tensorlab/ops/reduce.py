@@ -4,7 +4,7 @@ import numpy as np
 
 from tensorlab import backend
 from tensorlab.ops.axes import expand_reduced, normalize_axes
-from tensorlab.ops.dtypes import check_floating
+from tensorlab.ops.dtypes import check_floating, check_not_bool
 from tensorlab.tensor import Function
 
 
@@ -75,16 +75,26 @@ class Min(Max):
 
 
 class Var(Reduction):
-    """Variance with PyTorch's `correction` (1: the unbiased estimate, PyTorch's default; 0: NumPy's default)."""
+    """Variance with PyTorch's `correction` (1: the unbiased estimate, PyTorch's default; 0: NumPy's default).
+
+    As PyTorch's CPU kernel, it is accumulated in float64: a float32 std of 1e30 and -1e30 is 1.4e30, not inf.
+    """
 
     def __init__(self, axis=None, keepdims=False, correction=1):
         super().__init__(axis, keepdims)
         self.correction = correction
 
     def reduce(self, x):
+        return self.variance(x).astype(x.dtype, copy=False)
+
+    def variance(self, x):
+        """The variance in float64 (or wider)."""
         check_floating(type(self).__name__.lower(), x)
+        x = x.astype(np.promote_types(x.dtype, np.float64), copy=False)
         self.centered = x - x.mean(axis=self.axes, keepdims=True)
         self.dof = self.count() - self.correction
+        if self.dof <= 0 and (self.axis is None or x.ndim == 0):  # the backward's case below: PyTorch's test
+            self.at_mean = x == x.mean(axis=self.axes, keepdims=True)
         squares = (self.centered * self.centered).sum(axis=self.axes, keepdims=self.keepdims)
         with np.errstate(divide="ignore", invalid="ignore"):
             return squares / x.dtype.type(max(self.dof, 0))  # n - c <= 0: inf or NaN, as PyTorch
@@ -93,25 +103,28 @@ class Var(Reduction):
         # y = sum_i (x_i - m)^2 / (n - c), m the mean  =>  gx_i = gy * 2 (x_i - m) / (n - c)
         # (the terms through m cancel: sum_i (x_i - m) = 0). With n - c <= 0, as PyTorch: over some axes the
         # same formula (n - c < 0 gives a finite gradient, 0 gives inf or NaN); over all, gy * (NaN where
-        # x_i = m, else inf)
-        xp, gy = backend.array_module(gy), expand_reduced(gy, self.x_shape, self.axes)
+        # x_i == m, else inf). Computed in float64 as the forward, returned in gy's dtype.
+        xp, g = backend.array_module(gy), expand_reduced(gy, self.x_shape, self.axes)
+        wide = self.centered.dtype.type
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.dof <= 0 and (self.axis is None or len(self.x_shape) == 0):
-                return gy * xp.where(self.centered == 0, gy.dtype.type("nan"), gy.dtype.type("inf"))
-            return gy.dtype.type(2) / gy.dtype.type(self.dof) * gy * self.centered
+                gx = g * xp.where(self.at_mean, wide("nan"), wide("inf"))
+            else:
+                gx = 2 / wide(self.dof) * g * self.centered
+        return gx.astype(gy.dtype, copy=False)
 
 
 class Std(Var):
     def reduce(self, x):
-        self.y = backend.array_module(x).sqrt(super().reduce(x))
-        return self.y
+        self.y = backend.array_module(x).sqrt(self.variance(x))  # in float64: the variance may not fit x's dtype
+        return self.y.astype(x.dtype, copy=False)
 
     def backward(self, gy):
         # y = sqrt(v)  =>  gv = gy / (2 y), 0 where y = 0 (as PyTorch), then var's backward
         xp = backend.array_module(gy)
         with np.errstate(divide="ignore", invalid="ignore"):
-            gv = xp.where(self.y == 0, gy.dtype.type(0), gy / (2 * self.y))
-        return super().backward(gv)
+            gv = xp.where(self.y == 0, gy.dtype.type(0), gy / (2 * self.y))  # in float64, as self.y
+        return super().backward(gv).astype(gy.dtype, copy=False)
 
 
 def arg_extreme(op_name, x, axis=None, keepdims=False):
@@ -121,6 +134,7 @@ def arg_extreme(op_name, x, axis=None, keepdims=False):
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"{op_name}: axis must be None or one int, got {axis!r}")
     axes = normalize_axes(op_name, axis, x.ndim)
+    check_not_bool(op_name, x)
     xp = backend.array_module(x)
     if x.ndim == 0:  # axis None, 0 or -1: the index of the only element
         return xp.zeros((), dtype=xp.int64)

@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 from tensorlab import backend
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
 from tensorlab.ops.dtypes import promote
@@ -12,6 +14,11 @@ def _as_bool_mask(op_name, mask):
     if mask.dtype.kind != "b":
         raise TypeError(f"{op_name}: the condition/mask must be a boolean array, got dtype {mask.dtype}")
     return mask
+
+
+def _fits(value, dtype):
+    """Whether an integer dtype holds the number `value` once truncated toward 0 (as PyTorch converts it)."""
+    return math.isfinite(value) and np.iinfo(dtype).min <= math.trunc(value) <= np.iinfo(dtype).max
 
 
 class Where(Function):
@@ -48,7 +55,7 @@ class MaskedFill(Function):
     def forward(self, x, mask):
         self.mask = _as_bool_mask("masked_fill", mask)
         broadcast_shape("masked_fill", x.shape, mask.shape)
-        if x.dtype.kind in "biu" and not math.isfinite(self.value):
+        if x.dtype.kind in "iu" and not _fits(self.value, x.dtype):  # a bool x takes any value's truth
             raise ValueError(f"masked_fill: the value {self.value} cannot be held by x's dtype {x.dtype} (as PyTorch)")
         self.x_shape = x.shape
         return backend.array_module(x).where(mask, x.dtype.type(self.value), x)

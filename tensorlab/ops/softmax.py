@@ -13,7 +13,8 @@ from tensorlab.tensor import Function
 
 
 def exp_and_max(x, axis, out=None):
-    """The pair (exp(x - m), m), m = max of x along `axis` (kept); a row that is all -inf uses m = 0.
+    """The pair (exp(x - m), m), m = max of x along `axis` (kept); a row that is all -inf uses m = 0. A row
+    holding +inf keeps m = +inf, so x - m is NaN there (inf - inf) and the row's softmax is NaN, as PyTorch's.
 
     The one stable softmax core of the engine: softmax, log_softmax, cross_entropy and causal_attention
     use it. `out` (x itself is fine) receives exp(x - m) instead of a new array. An axis of length 0
@@ -23,7 +24,7 @@ def exp_and_max(x, axis, out=None):
     if x.size == 0:
         return xp.exp(x, out=out), xp.zeros(x.sum(axis=axis, keepdims=True).shape, x.dtype)
     m = x.max(axis=axis, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    m = xp.where(m == -np.inf, 0, m).astype(x.dtype, copy=False)
     e = xp.subtract(x, m, out=xp.empty_like(x) if out is None else out)  # an array even when x is 0-d
     return xp.exp(e, out=e), m
 
