@@ -515,7 +515,8 @@ def _tl_attention(x, h, rope, wqkv, bqkv, wo, bo):
     return m(x)
 
 
-def _torch_attention(x, h, rope, wqkv, bqkv, wo, bo):
+def _torch_qkv(x, h, rope, wqkv, bqkv):
+    """The queries, keys and values (B, H, T, D) of a causal self-attention over x (B, T, C)."""
     b, t, c = x.shape
     q, k, v = (z.reshape(b, t, h, c // h).transpose(1, 2) for z in TF.linear(x, wqkv, bqkv).chunk(3, dim=-1))
     if rope:
@@ -523,7 +524,12 @@ def _torch_attention(x, h, rope, wqkv, bqkv, wo, bo):
         angles = torch.arange(t, dtype=torch.float64)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
         cos, sin = torch.cat([angles.cos()] * 2, -1).to(x.dtype), torch.cat([angles.sin()] * 2, -1).to(x.dtype)
         q, k = ((z * cos + torch.cat([-z[..., d // 2 :], z[..., : d // 2]], -1) * sin) for z in (q, k))
-    y = TF.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return q, k, v
+
+
+def _torch_attention(x, h, rope, wqkv, bqkv, wo, bo):
+    b, t, c = x.shape
+    y = TF.scaled_dot_product_attention(*_torch_qkv(x, h, rope, wqkv, bqkv), is_causal=True)
     return TF.linear(y.transpose(1, 2).reshape(b, t, c), wo, bo)
 
 
@@ -580,13 +586,18 @@ def _tl_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b
     return m(x)
 
 
+def _torch_normed(z, norm, w):
+    """nn.TransformerBlock's normalisation `norm` of z, with weight w."""
+    if norm == "none":
+        return z
+    if norm == "rmsnorm":
+        return TF.rms_norm(z, z.shape[-1:], w, 1e-5)
+    return TF.layer_norm(z, z.shape[-1:], w, None, 1e-5)
+
+
 def _torch_block(x, h, rope, act, norm, position, n1, n2, wqkv, bqkv, wo, bo, w1, b1, w2, b2, w3, b3):
     def normed(z, w):
-        if norm == "none":
-            return z
-        if norm == "rmsnorm":
-            return TF.rms_norm(z, z.shape[-1:], w, 1e-5)
-        return TF.layer_norm(z, z.shape[-1:], w, None, 1e-5)
+        return _torch_normed(z, norm, w)
 
     def attention(z):
         return _torch_attention(z, h, rope, wqkv, bqkv, wo, bo)
@@ -674,7 +685,17 @@ def _torch_optimize(x, gs, opt, hp):
 
 HELPERS = {  # the functions the code strings call; a reproducer prints the ones it uses
     f.__name__: f
-    for f in (_set, _tl_attention, _torch_attention, _tl_feed_forward, _torch_feed_forward, _tl_block, _torch_block)
+    for f in (
+        _set,
+        _tl_attention,
+        _torch_qkv,
+        _torch_attention,
+        _torch_normed,
+        _tl_feed_forward,
+        _torch_feed_forward,
+        _tl_block,
+        _torch_block,
+    )
     + (_tl_optimize, _torch_optimize, _tl_clip, _torch_clip)
 }
 

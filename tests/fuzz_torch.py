@@ -51,6 +51,8 @@ from fuzz_programs import (  # noqa: E402
     TL_NAMES,
     TORCH_NAMES,
     Const,
+    _torch_normed,
+    _torch_qkv,
     random_shape,
     values,
 )
@@ -165,7 +167,29 @@ def _zero_variance(c):  # std's gradient (x - m) / (n std) where the variance is
         return bool(np.any(spread <= 8 * np.finfo(c.x.dtype).eps * np.max(np.abs(c.x), axis=axis)))
 
 
+def _attention_queries_and_keys(c):
+    """The step's attention queries and keys (B, H, T, D) as PyTorch computes them from its actual inputs."""
+    arg = {n: torch.from_numpy(np.array(v)) for n, v in c.args.items() if isinstance(v, np.ndarray)}
+    x = torch.from_numpy(np.array(c.x))
+    if "wqkv" not in c.args:  # causal_attention(q, k, v)
+        return x, arg["k"]
+    if c.args.get("position") == "pre":  # nn.TransformerBlock normalises before its attention
+        x = _torch_normed(x, c.args["norm"], arg["n1"])
+    return _torch_qkv(x, c.args["h"], c.args["rope"], arg["wqkv"], arg["bqkv"])[:2]
+
+
+def _scores_beyond_rounding(c):  # eps |S| > rtol: the softmax's weights, and its gradient, are round-off's
+    with torch.no_grad():
+        q, k = (z.double().numpy() for z in _attention_queries_and_keys(c))
+    with np.errstate(all="ignore"):
+        scores = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1] or 1)
+        seen = ~np.triu(np.ones(scores.shape[-2:], dtype=bool), 1) & np.isfinite(scores)
+        largest = np.abs(scores[..., seen]).max(initial=0.0)
+    return bool(np.finfo(c.x.dtype).eps * largest > RTOL[str(c.x.dtype)])
+
+
 POW = ("pow", "x ** y", "x.pow(y)")
+ATTENTION = ("causal_attention", "nn.CausalSelfAttention", "nn.TransformerBlock")
 FUSED = ("causal_attention", "nn.CausalSelfAttention", "layer_norm", "nn.LayerNorm", "nn.TransformerBlock")
 KNOWN = [
     Known(5, ("softmax",), ("value", "gradient"), _all_inf_row),
@@ -182,6 +206,7 @@ KNOWN = [
     Known(25, ("gelu",), ("value",), _gelu_tail),
     Known(26, FUSED, ("value", "gradient"), _nonfinite_through_a_fused_op),
     Known(27, ("std", "x.std"), ("gradient",), _zero_variance),
+    Known(28, ATTENTION, ("gradient",), _scores_beyond_rounding),
 ]
 
 KINDS = {  # kind: what it means, in the report
@@ -715,6 +740,8 @@ def reproducer(program, difference):
         "from numpy import inf, nan",
         "from tensorlab import nn",
     ]
+    while more := {h for h in HELPERS for g in helpers if h in inspect.getsource(HELPERS[g])} - helpers:
+        helpers |= more  # the helpers the helpers call (_tl_block calls _set)
     if helpers - {"_set"}:
         head += ["import tensorlab as tl", "from tensorlab import optim"]
     if helpers:
