@@ -41,7 +41,7 @@ def save(tensors, metadata, path):
     """Write the named arrays `tensors` and the JSON-able dict `metadata` to `path` atomically."""
     import safetensors.numpy
 
-    arrays = {name: np.ascontiguousarray(backend.to_device(a, "cpu")) for name, a in tensors.items()}
+    arrays = {name: np.asarray(backend.to_device(a, "cpu"), order="C") for name, a in tensors.items()}  # 0-d stays 0-d
     text = json.dumps(metadata)
     header = {"tensorlab": text, "sha256": _checksum(arrays, text)}
     write_atomically(Path(path), safetensors.numpy.save(arrays, metadata=header))

@@ -483,3 +483,42 @@ def test_state_dict_survives_a_checkpoint_file(tmp_path):
     run(second, params, grads[3:])
     for p, q in zip(params, straight):
         assert p.data.dtype == np.float32 and np.array_equal(p.data, q.data)
+
+
+def test_a_0d_parameters_adamw_state_survives_the_run_checkpoint(tmp_path):
+    """Trained, written by models/checkpoint.py, read, loaded: each state entry keeps its type, shape and dtype
+    (a 0-d moment stays 0-d, `step` stays an int), and the run goes on as if never interrupted."""
+    from models.checkpoint import read_checkpoint, save_checkpoint
+
+    def params():
+        return [Parameter(np.array(1.5, np.float32)), Parameter(np.array([0.5, -2.0], np.float32))]
+
+    def train(optimizer, ps, steps):
+        for _ in range(steps):
+            optimizer.zero_grad()
+            for p in ps:
+                p.grad = 2 * p.data  # the gradient of p ** 2
+            optimizer.step()
+
+    straight = params()
+    train(AdamW(straight, lr=0.1), straight, 5)
+    ps = params()
+    first = AdamW(ps, lr=0.1)
+    train(first, ps, 3)
+    save_checkpoint(
+        tmp_path / "ckpt", {"model": {"p0": ps[0].data}, "model_config": {}, "optimizer": first.state_dict()}
+    )
+    second = AdamW(ps, lr=0.1)
+    second.load_state_dict(read_checkpoint(tmp_path / "ckpt")["optimizer"])
+
+    def kinds(optimizer):
+        return [
+            {n: (type(v), np.shape(v), getattr(v, "dtype", None)) for n, v in s.items()}
+            for s in optimizer.state.values()
+        ]
+
+    assert kinds(second) == kinds(first)
+    assert kinds(first)[0]["step"] == (int, (), None) and kinds(first)[0]["exp_avg"][1] == ()
+    train(second, ps, 2)
+    for p, q in zip(ps, straight):
+        assert p.data.shape == q.data.shape and np.array_equal(p.data, q.data)

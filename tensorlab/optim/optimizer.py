@@ -116,8 +116,8 @@ class Optimizer:
             p = params[int(i)]
             new_state[p] = {}
             for name, value in saved.items():
-                if getattr(value, "ndim", None) == 0:  # a number that went through np.save
-                    value = value.item()
+                if getattr(value, "ndim", None) == 0 and (value.dtype.kind in "biu" or p.ndim):
+                    value = value.item()  # a count (step) that went through np.save; a 0-d moment stays an array
                 if hasattr(value, "shape"):
                     if tuple(value.shape) != p.shape:
                         raise ValueError(
