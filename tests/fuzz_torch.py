@@ -137,6 +137,10 @@ def _int_to_negative_int(base, exponent):
     return tensors and base.dtype.kind in "iub" and exponent.dtype.kind in "iu" and bool((exponent < 0).any())
 
 
+def _y(c):  # the other operand: x itself where the table drew SAME (x ** x)
+    return c.x if c.args["y"] is SAME else c.args["y"]
+
+
 def _empty_of_a_kernels_dtype(c):  # the dtype PyTorch's kernel refuses, on an empty tensor, which it never runs
     arrays = c.arrays()
     empty = any(a.size == 0 for a in arrays)
@@ -197,8 +201,8 @@ KNOWN = [
     Known(13, ("mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"), ("refuses",), _shapes_differ),
     Known(14, ("getitem", "x[index]"), ("refuses",), _ints_apart_from_arrays),
     Known(18, ("max", "x.max", "min", "x.min", *POW, "y ** x", "cross_entropy"), ("gradient",), _masked_zeros),
-    Known(20, POW, ("refuses",), lambda c: _int_to_negative_int(c.x, c.args["y"])),
-    Known(20, ("y ** x",), ("refuses",), lambda c: _int_to_negative_int(c.args["y"], c.x)),
+    Known(20, POW, ("refuses",), lambda c: _int_to_negative_int(c.x, _y(c))),
+    Known(20, ("y ** x",), ("refuses",), lambda c: _int_to_negative_int(_y(c), c.x)),
     Known(21, ("softmax", "log_softmax", "matmul", "x @ y", "linear"), ("refuses",), _empty_of_a_kernels_dtype),
     Known(22, ("concatenate",), ("refuses",), lambda c: any(a.shape == (0,) for a in c.arrays())),
     Known(23, ("cross_entropy",), ("refuses",), lambda c: c.args["smoothing"] < 0),
