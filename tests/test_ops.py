@@ -1094,3 +1094,32 @@ def test_fused_ops_agree_with_their_composition(backend):
             assert_close(
                 f"{name}: fused vs composed, {'output' if k == 0 else f'gradient {k - 1}'}", f, c, 1e-10, 1e-12
             )
+
+
+def _grads_both(f, *arrays, upstream):
+    """The leaves' gradients of f in tensorlab and in PyTorch, from the same arrays and upstream gradient."""
+    ours = [tensorlab.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    f(*ours).backward(upstream)
+    f(*theirs).backward(torch.tensor(upstream))
+    return [t.grad for t in ours], [t.grad.numpy() for t in theirs]
+
+
+def test_div_gradient_of_the_divisor_is_gy_times_z_over_b_as_pytorch():
+    # x / x at a subnormal: ga = gy / x and gb = -gy * (z / x) cancel but for their rounding, which PyTorch's
+    # -gy * ((a / b) / b) decides (5e27 where -(gy / b) * a / b gives 0)
+    a = np.array([0.0, 3.720075976020836e-44])
+    with np.errstate(all="ignore"):
+        ours, theirs = _grads_both(lambda x: x / x, a, upstream=np.array([-0.45, 1.1594160954601582]))
+    assert np.isnan(ours[0][0]) and np.isnan(theirs[0][0])
+    assert ours[0][1] == theirs[0][1] and abs(theirs[0][1]) > 1e27  # exact: the same three roundings
+
+
+def test_pow_gradient_multiplies_its_zeros_by_the_upstream_gradient_as_pytorch():
+    # log(0 ** 2) sends an inf upstream gradient to 0 ** b, whose ln(0) term is 0: inf * 0 = NaN in the summed
+    # gradient of b, as PyTorch's; likewise NaN upstream through ga's zeros at b = 0
+    a, b = np.array([2.5, -0.0], np.float32), np.array([[2.0]], np.float32)
+    with np.errstate(all="ignore"):
+        ours, theirs = _grads_both(lambda x, y: (x**y).log(), a, b, upstream=np.ones((1, 2), np.float32))
+    assert np.isnan(ours[1]).all() and np.isnan(theirs[1]).all()
+    np.testing.assert_allclose(ours[0][0], theirs[0][0], rtol=1e-6)

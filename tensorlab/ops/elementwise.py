@@ -72,12 +72,12 @@ class Mul(BinaryOp):
 class Div(BinaryOp):
     def forward(self, a, b):
         self.a, self.b = a, b
-        return a / b
+        self.z = a / b
+        return self.z
 
     def backward(self, gy):
-        # z = a / b  =>  ga = gy / b, gb = -gy * a / b^2
-        ga = gy / self.b
-        return unbroadcast(ga, self.a.shape), unbroadcast(-ga * self.a / self.b, self.b.shape)
+        # z = a / b  =>  ga = gy / b, gb = -gy * a / b^2 = -gy * (z / b)  (z / b: no underflow of gy / b at 1e30)
+        return unbroadcast(gy / self.b, self.a.shape), unbroadcast(-gy * (self.z / self.b), self.b.shape)
 
 
 class Neg(Function):
@@ -144,12 +144,13 @@ class PowTensor(BinaryOp):
 
     def backward(self, gy):
         # y = a^b  =>  ga = gy * b a^(b-1), 0 where b = 0;  gb = gy * y ln(a), 0 where a = 0 and b >= 0
-        # (the zeros as PyTorch: a^0 = 1 is flat in a, and 0^b = 0 for b > 0; a < 0 gives gb = NaN there too)
+        # (the zeros as PyTorch: a^0 = 1 is flat in a, and 0^b = 0 for b > 0; a < 0 gives gb = NaN there too;
+        # gy multiplies the zeros, so an inf or NaN gy gives NaN there, as PyTorch's)
         xp = backend.array_module(gy)
         a, b, zero = self.a, self.b, gy.dtype.type(0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ga = xp.where(b == 0, zero, gy * b * _c_pow(a, b - 1))
-            gb = xp.where((a == 0) & (b >= 0), zero, gy * self.y * xp.log(a))
+            ga = gy * xp.where(b == 0, zero, b * _c_pow(a, b - 1))
+            gb = gy * xp.where((a == 0) & (b >= 0), zero, self.y * xp.log(a))
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
 
