@@ -356,11 +356,27 @@ def test_global_norm_is_the_norm_of_all_arrays_as_one_vector_in_float64(backend)
     arrays = [rng.standard_normal(shape).astype(np.float32) for shape in SHAPES]
     total = global_norm([backend.xp.asarray(a) for a in arrays])
     assert total.shape == () and total.dtype == np.float64 and type(total) is not float  # stays on the device
-    squares = [(torch.from_numpy(a) ** 2).double().ravel() for a in arrays]  # squared in float32, as clipping does
+    squares = [(torch.from_numpy(a).double() ** 2).ravel() for a in arrays]  # squared in float64
     expected = torch.cat(squares).sum().sqrt().item()
     assert abs(float(total) - expected) <= 1e-14 * expected  # measured: 0 (summation order aside, the same sums)
     with pytest.raises(ValueError, match="global_norm: needs at least one array, got none"):
         global_norm([])
+
+
+def test_clip_grad_norm_of_float32_gradients_whose_squares_overflow_float32():
+    # a square above 3.4e38 (|g| > 1.8e19) is inf in float32: the norm squares in float64. PyTorch's one-element
+    # norm is |g| (its two-or-more-element norm overflows: docs/differences-from-pytorch.md row 29)
+    g = np.array([1e30], np.float32)
+    p, twin = Parameter(np.zeros(1, np.float32)), torch.nn.Parameter(torch.zeros(1))
+    p.grad, twin.grad = g.copy(), torch.from_numpy(g.copy())
+    total, expected = clip_grad_norm_([p], 1.0), torch.nn.utils.clip_grad_norm_([twin], 1.0)
+    assert abs(total - expected.item()) <= 1e-7 * expected.item()
+    np.testing.assert_allclose(p.grad, twin.grad.numpy(), rtol=1e-6)
+    p.grad = np.array([3e30, -4e30], np.float32)
+    assert abs(clip_grad_norm_([p], 1.0) - 5e30) <= 1e-7 * 5e30
+    np.testing.assert_allclose(p.grad, [0.6, -0.8], rtol=1e-6)
+    p.grad = np.full(2, 3e38, np.float32)  # the norm itself beyond float32's range: inf, as PyTorch's
+    assert clip_grad_norm_([p], 1.0) == math.inf and np.all(p.grad == 0)
 
 
 def test_layer_stats_measures_each_group_with_global_norm():

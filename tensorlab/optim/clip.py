@@ -1,5 +1,7 @@
 """Gradient clipping by the global L2 norm, as torch.nn.utils.clip_grad_norm_."""
 
+import numpy as np
+
 from tensorlab import backend
 from tensorlab.tensor import Tensor
 
@@ -7,15 +9,16 @@ from tensorlab.tensor import Tensor
 def global_norm(arrays):
     """The L2 norm of all `arrays` at once, as if they were one long vector.
 
-    Each square is taken in its array's dtype and summed in float64, where the arrays are: the
-    result is a 0-d array (on a GPU, float() of it is the one transfer to the host).
+    Each square is taken and summed in float64, where the arrays are, so a float32 gradient of 1e30 has the
+    norm 1e30 (its square would overflow float32): the result is a 0-d float64 array (on a GPU, float() of it
+    is the one transfer to the host).
     clip_grad_norm_ and models/layer_stats.py use it.
     """
     if not arrays:
         raise ValueError("global_norm: needs at least one array, got none")
     xp = backend.array_module(arrays[0])
     # total^2 = sum over arrays of sum(a^2): one 0-d sum per array, then one sum of those
-    return xp.sqrt(xp.stack([(a * a).sum(dtype=xp.float64) for a in arrays]).sum())
+    return xp.sqrt(xp.stack([xp.square(a, dtype=xp.float64).sum() for a in arrays]).sum())
 
 
 def clip_grad_norm_(parameters, max_norm):
@@ -34,7 +37,8 @@ def clip_grad_norm_(parameters, max_norm):
     if not grads:
         return 0.0
     xp = backend.array_module(grads[0])
-    total = global_norm(grads)
+    with np.errstate(over="ignore"):  # in the grads' dtype, as PyTorch's: inf beyond its range
+        total = global_norm(grads).astype(xp.result_type(*(g.dtype for g in grads)))
     scale = xp.minimum(max_norm / (total + 1e-6), 1.0)  # 1 when no clipping is needed: g * 1 == g exactly
     for g in grads:
         g *= scale.astype(g.dtype)  # g = g * max_norm / (total + 1e-6)
