@@ -131,8 +131,9 @@ def _masked_zeros(c):  # tensorlab's exact 0 where PyTorch multiplies a 0 of the
         return c.excused((c.ours == 0) & np.isnan(c.theirs))
 
 
-def _int_to_negative_int(base, exponent):
+def _int_to_negative_int(base, exponent):  # the base a tensor or a Python int or bool, the exponent a tensor
     base, exponent = (v.array if isinstance(v, Const) else v for v in (base, exponent))
+    base = np.asarray(base) if type(base) in (int, bool) else base
     tensors = isinstance(base, np.ndarray) and isinstance(exponent, np.ndarray)
     return tensors and base.dtype.kind in "iub" and exponent.dtype.kind in "iu" and bool((exponent < 0).any())
 
@@ -144,7 +145,9 @@ def _y(c):  # the other operand: x itself where the table drew SAME (x ** x)
 def _empty_of_a_kernels_dtype(c):  # the dtype PyTorch's kernel refuses, on an empty tensor, which it never runs
     arrays = c.arrays()
     empty = any(a.size == 0 for a in arrays)
-    return empty and (c.x.dtype.kind != "f" if "y" not in c.args and "w" not in c.args else c.x.dtype.kind == "b")
+    if "y" not in c.args and "w" not in c.args:  # softmax, log_softmax: integers or bools
+        return empty and c.x.dtype.kind != "f"
+    return empty and (c.x.dtype.kind == "b" or len({a.dtype for a in arrays}) > 1)  # matmul, linear: bools, two dtypes
 
 
 def _gelu_tail(c):  # within |x| eps of the exact value (float32: A&S 7.1.26's erf; 1 + tanh(u) cancels)
@@ -164,11 +167,19 @@ def _nonfinite_through_a_fused_op(c):  # inf, NaN or overflow met inside: which 
         return extreme and c.excused(~np.isfinite(c.ours) | ~np.isfinite(c.theirs))
 
 
-def _zero_variance(c):  # std's gradient (x - m) / (n std) where the variance is 0 up to rounding: rounding decides
+def _spread_within_rounding(c):  # std's gradient (x - m) / (n std): x - m's rounding, eps |x| / spread, > rtol
     axis = c.args["axis"]
     with np.errstate(invalid="ignore", over="ignore"):
         spread = np.ptp(c.x, axis=axis) if c.x.size else np.zeros(0)
-        return bool(np.any(spread <= 8 * np.finfo(c.x.dtype).eps * np.max(np.abs(c.x), axis=axis)))
+        rounding = np.finfo(c.x.dtype).eps * np.max(np.abs(c.x), axis=axis)
+        return bool(np.any(spread * RTOL[str(c.x.dtype)] <= rounding))
+
+
+def _squares_beyond_float32(c):  # PyTorch's norm inf (its squares in float32), tensorlab's finite (in float64)
+    g = c.args["g"].array
+    with np.errstate(over="ignore", invalid="ignore"):
+        beyond = g.dtype == np.float32 and bool(np.any(np.abs(g.astype(np.float64)) ** 2 > np.finfo(np.float32).max))
+    return beyond and c.theirs[-1] == np.inf and bool(np.isfinite(c.ours[-1]))
 
 
 def _attention_queries_and_keys(c):
@@ -209,8 +220,9 @@ KNOWN = [
     Known(24, ("cross_entropy", "nll_loss"), ("computes", "value"), lambda c: c.x.ndim > 0 and c.x.shape[-1] == 0),
     Known(25, ("gelu",), ("value",), _gelu_tail),
     Known(26, FUSED, ("value", "gradient"), _nonfinite_through_a_fused_op),
-    Known(27, ("std", "x.std"), ("gradient",), _zero_variance),
+    Known(27, ("std", "x.std"), ("gradient",), _spread_within_rounding),
     Known(28, ATTENTION, ("gradient",), _scores_beyond_rounding),
+    Known(29, ("clip_grad_norm_",), ("value",), _squares_beyond_float32),
 ]
 
 KINDS = {  # kind: what it means, in the report

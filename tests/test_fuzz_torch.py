@@ -18,7 +18,7 @@ from pathlib import Path
 import fuzz_torch as fz
 import numpy as np
 import pytest
-from fuzz_programs import OPS
+from fuzz_programs import OPS, Const
 
 import tensorlab.functional as F
 from tensorlab import Tensor
@@ -168,3 +168,28 @@ def test_the_fuzzer_finds_and_shrinks_a_planted_wrong_op(mistake, monkeypatch):
         exec(compile(fz.reproducer(program, difference), "reproducer", "exec"), {})
     tl_line, torch_line = printed.getvalue().splitlines()[-2:]
     assert tl_line.startswith("tensorlab") and torch_line.startswith("PyTorch")
+
+
+F32 = np.float32
+WIDENED = [  # row: a program the 100,000-program run of seed 7 found outside the row as it was
+    (20, fz.Program(np.array(-2), [("y ** x", {"y": False})], -1)),
+    (21, fz.Program(np.zeros((0, 3), np.int64), [("matmul", {"y": np.zeros((0, 3, 0), F32)})], -1)),
+    (
+        27,
+        fz.Program(
+            np.array([[0.58665454, 0.58810896]], F32), [("x.std", {"axis": 1, "keepdims": True, "correction": 1})], -1
+        ),
+    ),
+    (
+        29,
+        fz.Program(
+            np.zeros(2, F32), [("clip_grad_norm_", {"g": Const(np.array([3e30, -4e30], F32)), "max_norm": 1.0})], -1
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("row, program", WIDENED, ids=[str(row) for row, _ in WIDENED])
+def test_each_widened_row_covers_the_program_that_widened_it(row, program):
+    _, difference, _ = fz.run(program)
+    assert difference is not None and difference.known == row, difference
