@@ -1117,9 +1117,12 @@ def test_div_gradient_of_the_divisor_is_gy_times_z_over_b_as_pytorch():
 
 def test_pow_gradient_multiplies_its_zeros_by_the_upstream_gradient_as_pytorch():
     # log(0 ** 2) sends an inf upstream gradient to 0 ** b, whose ln(0) term is 0: inf * 0 = NaN in the summed
-    # gradient of b, as PyTorch's; likewise NaN upstream through ga's zeros at b = 0
+    # gradient of b, as PyTorch's; a's zeros at b = 0 stay 0 under an inf upstream gradient, as PyTorch's
     a, b = np.array([2.5, -0.0], np.float32), np.array([[2.0]], np.float32)
     with np.errstate(all="ignore"):
         ours, theirs = _grads_both(lambda x, y: (x**y).log(), a, b, upstream=np.ones((1, 2), np.float32))
-    assert np.isnan(ours[1]).all() and np.isnan(theirs[1]).all()
-    np.testing.assert_allclose(ours[0][0], theirs[0][0], rtol=1e-6)
+        assert np.isnan(ours[1]).all() and np.isnan(theirs[1]).all()
+        np.testing.assert_allclose(ours[0][0], theirs[0][0], rtol=1e-6)
+        a, b = np.array([0.0, 1.0]), np.array(0.0)
+        ours, theirs = _grads_both(lambda x, y: x**y, a, b, upstream=np.array([0.5, np.inf]))
+    assert np.array_equal(ours[0], [0.0, 0.0]) and np.array_equal(theirs[0], [0.0, 0.0])

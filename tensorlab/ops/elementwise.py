@@ -145,11 +145,11 @@ class PowTensor(BinaryOp):
     def backward(self, gy):
         # y = a^b  =>  ga = gy * b a^(b-1), 0 where b = 0;  gb = gy * y ln(a), 0 where a = 0 and b >= 0
         # (the zeros as PyTorch: a^0 = 1 is flat in a, and 0^b = 0 for b > 0; a < 0 gives gb = NaN there too;
-        # gy multiplies the zeros, so an inf or NaN gy gives NaN there, as PyTorch's)
+        # gb's zeros are multiplied by gy, so an inf or NaN gy gives NaN there, ga's not, both as PyTorch's)
         xp = backend.array_module(gy)
         a, b, zero = self.a, self.b, gy.dtype.type(0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ga = gy * xp.where(b == 0, zero, b * _c_pow(a, b - 1))
+            ga = xp.where(b == 0, zero, gy * b * _c_pow(a, b - 1))
             gb = gy * xp.where((a == 0) & (b >= 0), zero, self.y * xp.log(a))
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
