@@ -2,13 +2,13 @@
 
     python -m teachers.mutate [NAME ...] [--sample N] [--seed S]      (from the checkout's root)
 
-The technique of mutmut and cosmic-ray: each mutant is a solution with one change, made by
-Python's ast in the code a student writes (a backward and its helpers; the whole of value, topo,
-unbroadcast, function and adamw_step): an operator swapped (+ -, * /, ** *, @ *), a sign
-dropped, a term dropped (a + b -> a or b), `=` for `+=`, a constant changed (+1, -1, x2), a
-sum, mean or max dropped or swapped, keepdims or the axis dropped, the axis changed, a
-transpose removed or added, a tie flipped (> >=), a math function dropped (sqrt, exp, log), a
-saved value swapped for another (self.a -> self.b), the gradients returned in another order.
+The technique of mutmut and cosmic-ray: each mutant is a solution with one change
+(tensorlab/exercises/edits.py, the edits the checker's own search undoes) in the code a student
+writes (a backward and its helpers; the whole of value, topo, unbroadcast, function and
+adamw_step): an operator swapped, a sign or a term dropped, `=` for `+=`, a constant changed, a
+reduction dropped or swapped, keepdims or the axis dropped or changed, a transpose removed or
+added, a tie flipped, a math function dropped, a saved value swapped for another, the gradients
+returned in another order, a condition negated, a statement dropped.
 
 Each mutant runs where a student's code runs (tensorlab.exercises.student) on the exercise's
 inputs and on edge inputs (fresh seeds, zeros, ties, inputs near 1,000: logits, scores), and its
@@ -22,8 +22,8 @@ suite's run); without it, every mutant (minutes per exercise).
 """
 
 import argparse
-import ast
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -31,169 +31,30 @@ import numpy as np
 
 from tensorlab.exercises import adamw_check, engine_check
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.edits import edits
 from tensorlab.exercises.report import Report, specific
-from tensorlab.exercises.runner import RUNNERS
+from tensorlab.exercises.runner import check_file
+from tensorlab.exercises.search import GIVEN
 from tensorlab.exercises.student import Stopped, Student, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
-GIVEN = {"forward", "__init__"}  # functions the stub gives (in the op exercises): not the student's to get wrong
-SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
-TIES = {ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Eq: ast.NotEq, ast.In: ast.NotIn}
-TIES[ast.NotIn] = ast.In
-REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min"}
-DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
+UNDOING = re.compile(r"added (to|around)|a term added|minus sign added|\+= for =|-> np.add.at|added$|keepdims -> False")
 TIME_LIMIT = 10.0
 RTOL = 1e-9  # answers closer than this (relative to the largest) are the same up to rounding
 
 
 # ----- the mutants ---------------------------------------------------------------------------------------------
 def mutants(name):
-    """[(what changed, source)] for the solution of exercise `name`: one change each, no two alike."""
+    """[(what changed, source)] for the solution of exercise `name`: one change each (edits.py), no two alike.
+
+    The edits that only undo a slip (a sign, a function or a reduction added to a term) are left out: a
+    student leaves things out more than they put them in, and the checker's search tries them all anyway.
+    """
     source = (SOLUTIONS / f"{name}.py").read_text()
     exercise = BY_NAME[name]
     given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
-    found, seen = [], {ast.unparse(ast.parse(source))}
-    count = sum(1 for _ in _sites(ast.parse(source), given))
-    for index in range(count):
-        for choice in range(len(_alternatives(*_site(ast.parse(source), given, index)))):
-            tree = ast.parse(source)
-            node, saved = _site(tree, given, index)
-            what, new = _alternatives(node, saved)[choice]
-            _replace(tree, node, new)
-            text = ast.unparse(ast.fix_missing_locations(tree))
-            if text not in seen:
-                seen.add(text)
-                found.append((f"line {node.lineno}: {what}", text))
-    return found
-
-
-def _sites(tree, given):
-    """(node, the class's saved attribute names) for every node inside the student's functions."""
-    for top in tree.body:
-        methods = [n for n in top.body if isinstance(n, ast.FunctionDef)] if isinstance(top, ast.ClassDef) else [top]
-        saved = sorted(
-            {n.attr for n in ast.walk(top) if _is_self(n) and isinstance(n.ctx, ast.Store)}
-            if isinstance(top, ast.ClassDef)
-            else set()
-        )
-        for function in methods:
-            if isinstance(function, ast.FunctionDef) and function.name not in given:
-                body = function.body[1:] if ast.get_docstring(function) else function.body
-                for statement in body:
-                    for node in ast.walk(statement):
-                        yield node, saved
-
-
-def _site(tree, given, index):
-    for i, site in enumerate(_sites(tree, given)):
-        if i == index:
-            return site
-    raise IndexError(index)
-
-
-def _is_self(node):
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
-def _alternatives(node, saved):
-    """[(what, replacement node)] for one node."""
-    out = []
-    if isinstance(node, ast.BinOp):
-        op = type(node.op)
-        if op in SWAPS:
-            out.append((f"{_op(op)} -> {_op(SWAPS[op])}", ast.BinOp(node.left, SWAPS[op](), node.right)))
-        if op is ast.MatMult:
-            out.append(("@ -> *", ast.BinOp(node.left, ast.Mult(), node.right)))
-            for side in ("left", "right"):
-                flipped = ast.BinOp(node.left, ast.MatMult(), node.right)
-                setattr(flipped, side, _call(getattr(node, side), "swapaxes", -1, -2))
-                out.append((f"a transpose added to the {side} factor of @", flipped))
-        if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
-            out += [(f"a term dropped: {ast.unparse(node)} -> {ast.unparse(t)}", t) for t in (node.left, node.right)]
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        out.append(("a minus sign dropped", node.operand))
-    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
-        out.append((f"= for {_op(type(node.op))}=", ast.Assign([node.target], node.value)))
-    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        for new in {node.value + 1, node.value - 1, node.value * 2} - {node.value}:
-            out.append((f"the constant {node.value!r} -> {new!r}", ast.Constant(new)))
-    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in TIES:
-        new = TIES[type(node.ops[0])]
-        out.append((f"{_op(type(node.ops[0]))} -> {_op(new)}", ast.Compare(node.left, [new()], node.comparators)))
-    elif isinstance(node, ast.Attribute) and node.attr == "T":
-        out.append(("a transpose removed (.T)", node.value))
-    elif _is_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
-        for other in saved:
-            if other != node.attr:
-                out.append((f"self.{node.attr} -> self.{other}", ast.Attribute(node.value, other, ast.Load())))
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        out += _call_alternatives(node)
-    elif isinstance(node, ast.If):
-        out.append(("the condition negated", ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)))
-    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        out.append((f"a statement dropped: {ast.unparse(node)}", ast.Pass()))
-        call = node.value
-        if ast.unparse(call.func) == "np.add.at" and len(call.args) == 3:  # = for +=, with repeated indices
-            target = ast.Subscript(call.args[0], call.args[1], ast.Store())
-            out.append(("np.add.at(a, i, v) -> a[i] = v", ast.Assign([target], call.args[2])))
-    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > 1:
-        out.append(("the returned values in reverse order", ast.Return(ast.Tuple(node.value.elts[::-1], ast.Load()))))
-    return out
-
-
-def _call_alternatives(node):
-    attr, out = node.func.attr, []
-    on_numpy = isinstance(node.func.value, ast.Name) and node.func.value.id == "np"
-    target = node.args[0] if on_numpy and node.args else node.func.value
-    if attr == "pop" and not node.args:
-        out.append(("pop() -> pop(0)", ast.Call(node.func, [ast.Constant(0)], [])))
-    if attr in REDUCTIONS or attr in ("swapaxes", "transpose") or attr in DROPPABLE:
-        out.append((f".{attr}(...) dropped", target))
-    if attr in REDUCTIONS:
-        swapped = ast.Call(ast.Attribute(node.func.value, REDUCTIONS[attr], ast.Load()), node.args, node.keywords)
-        out.append((f"{attr} -> {REDUCTIONS[attr]}", swapped))
-    for i, keyword in enumerate(node.keywords):
-        others = node.keywords[:i] + node.keywords[i + 1 :]
-        out.append((f"{keyword.arg}= dropped", ast.Call(node.func, node.args, others)))
-        if keyword.arg == "axis":
-            for axis in (0, -1):
-                changed = ast.keyword("axis", ast.Constant(axis))
-                out.append((f"axis -> {axis}", ast.Call(node.func, node.args, [*others[:i], changed, *others[i:]])))
-    return out
-
-
-def _call(value, method, *args):
-    return ast.Call(ast.Attribute(value, method, ast.Load()), [ast.Constant(a) for a in args], [])
-
-
-def _op(op):
-    return {
-        ast.Add: "+",
-        ast.Sub: "-",
-        ast.Mult: "*",
-        ast.Div: "/",
-        ast.Pow: "**",
-        ast.Gt: ">",
-        ast.GtE: ">=",
-        ast.Lt: "<",
-        ast.LtE: "<=",
-        ast.Eq: "==",
-        ast.NotEq: "!=",
-        ast.In: "in",
-        ast.NotIn: "not in",
-    }[op]
-
-
-def _replace(tree, old, new):
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list) and any(v is old for v in value):
-                value[[i for i, v in enumerate(value) if v is old][0]] = new
-                return
-    raise ValueError("node not in tree")
+    found = edits(source, lambda function: function.name not in given)
+    return [(f"line {line}: {what}", text) for line, what, text in found if not UNDOING.search(what)]
 
 
 # ----- the answers compared --------------------------------------------------------------------------------------
@@ -290,19 +151,23 @@ def same(a, b):
 def judge(exercise, source, asked, reference, seed):
     """(differs, rejected, named) for one mutant's source."""
     report = Report(exercise, f"{exercise.name}.py", "fix", show=None)
+    try:
+        passed = check_file(exercise, f"{exercise.name}.py", report, TIME_LIMIT, seed, source)
+    except StudentError as error:
+        passed = False
+        report.cannot_check(error.lines)
+    except Stopped as stop:
+        passed = False
+        report.stopped(stop.line)
     with Student(f"{exercise.name}.py", source) as student:
         try:
-            passed = RUNNERS[exercise.kind].check(exercise, student, out=report, time_limit=TIME_LIMIT, seed=seed)
-        except StudentError as error:
-            passed = False
-            report.cannot_check(error.lines)
-        except Stopped as stop:
-            passed = False
-            report.stopped(stop.line)
+            student.load(TIME_LIMIT)
+        except StudentError:
+            pass  # every request answers "raised"
         given = answers(student, asked)
     differs = not all(same(a, b) for a, b in zip(given, reference))
     failed = [case.lines for case in report.cases if not case.passed]
-    named = any(specific([line for line in lines if line]) == 2 for lines in failed)
+    named = bool(report.found) or any(specific([line for line in lines if line]) == 2 for lines in failed)
     return differs, not passed, named
 
 

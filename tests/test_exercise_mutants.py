@@ -10,7 +10,7 @@ import secrets
 import sys
 
 from teachers import mutate
-from tensorlab.exercises import BY_NAME, EXERCISES
+from tensorlab.exercises import BY_NAME, EXERCISES, runner
 from tensorlab.exercises.student import Student
 
 SOFTMAX_WITHOUT_MAX = """
@@ -77,6 +77,6 @@ def test_a_checker_that_accepts_a_mutant_that_differs_is_reported(monkeypatch):
             student.load()
             return True
 
-    monkeypatch.setitem(mutate.RUNNERS, "gradient", Lenient)
+    monkeypatch.setitem(runner.RUNNERS, "gradient", Lenient)
     counts, slipped = mutate.run(["exp_log"], sample=2, seed=0, out=lambda line: None)
     assert counts["exp_log"]["differ"] == len(slipped) > 0

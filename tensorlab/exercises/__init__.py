@@ -13,6 +13,8 @@ Layout:
                     analytic gradient at 1e-12, then explain
     stages.py       each exercise's reference forward in tensorlab ops, its intermediates named
     slips.py        the typical mistakes of each exercise, each reproduced and named in the student's words
+    edits.py        every one-change edit of a file (the mutation tool's wrong answers, the search's repairs)
+    search.py       a slip nobody wrote down: the one edit of the student's file that makes it pass
     diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements
     engine_check.py the engine track (value, topo, unbroadcast): probes with known answers
     adamw_check.py  the AdamW exercise: compare with tensorlab.optim.AdamW and name the slip

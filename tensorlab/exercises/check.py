@@ -119,13 +119,15 @@ def _check_case(exercise, case, student, inputs, gy):
     reference = stages.reference(case.graph, names, inputs, case.settings, gy)
     problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
     if problems:
-        if fixes is not None:
+        if fixes is not None and not student.quick:
             problems += _try_fixes(case, inputs, grads, fixes, reference)
         return problems
 
     reports, scale = _compare(case, inputs, _as_tuple(grads), reference)
     if all(r.passed for r in reports.values()):
         return _through_engine(case, student, inputs, gy, reference)
+    if student.quick:
+        return ["wrong"]
 
     context = diagnose.Context(
         {n: x.shape for n, x in zip(names, inputs)},

@@ -33,6 +33,7 @@ NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): name
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
 GENERAL = re.compile(r"^input '[^']+' \(shape [^)]*\): .*elements? (is|are) wrong")  # which elements, no why
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
+FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix
 
 
 def named(text):
@@ -97,7 +98,7 @@ def specific(lines):
 
 def detail(line, hints):
     """A line of a failed case's diagnosis as `hints` shows it; None: not shown."""
-    if hints == "none" or (hints == "name" and line in FIX_ONLY):
+    if hints == "none" or (hints == "name" and (line in FIX_ONLY or line.startswith(CHANGE))):
         return None
     if hints == "name" and line and not line.startswith(INDENT):  # indented deeper: a table, the student's code
         return named(line)
@@ -114,7 +115,7 @@ class Report:
 
     def __init__(self, exercise, path, hints="fix", show=print):
         self.exercise, self.path, self.hints, self.show = exercise, path, hints, show
-        self.cases, self.general, self.not_checked = [], [], []
+        self.cases, self.general, self.not_checked, self.found = [], [], [], []
 
     def __call__(self, line):
         """The checkers' `out`: one line of their report."""
@@ -125,6 +126,9 @@ class Report:
         elif self.cases and (line.startswith(INDENT) or not line) and not self.cases[-1].passed:
             self.cases[-1].lines.append(line[len(INDENT) :])
             self._show_detail(line[len(INDENT) :])
+        elif line.startswith((FOUND, CHANGE)):
+            self.found.append(line)
+            self._show_detail(line)
         else:
             self.general.append(line)
             if not line.startswith(NOTE) or self.hints == "fix":
@@ -168,6 +172,8 @@ class Report:
             return ""
         if self.hints == "none":
             return f"{failed[0].header}: failed"
+        if self.found:
+            return " ".join(self._detail(self.found))
         explained = [c.lines[: c.lines.index("")] if "" in c.lines else c.lines for c in failed]  # not the table
         lines, case = max(zip(explained, failed), key=lambda pair: specific(pair[0]))  # the first of the most specific
         return f"{case.header}: " + " ".join(line.strip() for line in self._detail(lines))

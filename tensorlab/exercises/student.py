@@ -53,6 +53,10 @@ class TimeLimit(BaseException):
     """
 
 
+class Wrong(Exception):
+    """A quick check (`Student.quick`, search.py) ends at its first failed case, without a diagnosis."""
+
+
 class Stopped(Exception):
     """The run ends here, with one line to print (a hung case, Ctrl-C)."""
 
@@ -66,7 +70,10 @@ class Student:
 
     `source` is the file's text (default: read from `path` now); `echo` gets what their code prints
     (None: dropped). Use as a context manager: the child and its folder are gone after the block.
+    With `quick` set, a check only says whether the file passes: it stops at the first failed case (Wrong).
     """
+
+    quick = False
 
     def __init__(self, path, source=None, echo=None):
         self.path, self.echo, self.budget, self.deadline, self.ended = str(path), echo, None, None, None
@@ -75,7 +82,7 @@ class Student:
             source = source.decode() if isinstance(source, bytes) else source
         except UnicodeDecodeError:
             raise StudentError(f"{path} is not a text file of Python code (it is not valid UTF-8).") from None
-        self.source, self.shown, self.unshown = source, 0, 0
+        self.source, self.shown, self.unshown, self.ready = source, 0, 0, False
 
     def __enter__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="tensorlab-check-"))
@@ -129,8 +136,10 @@ class Student:
         """Run the student's file's top level (within `time_limit` seconds)."""
         name = Path(self.path).name
         try:
-            self.deadline = time.monotonic() + STARTUP
-            self._receive()  # the child is ready: its start does not count against the student's time
+            if not self.ready:
+                self.deadline = time.monotonic() + STARTUP
+                self._receive()  # the child is ready: its start does not count against the student's time
+                self.ready = True
         except (TimeLimit, EOFError):
             raise StudentError(f"The process to run {name} in did not start (exit code {self._stop()}).") from None
         try:
@@ -246,6 +255,8 @@ def run_cases(cases, limit, out, student):
             ) from None
         except KeyboardInterrupt:
             raise Stopped(f"{header}: interrupted (Ctrl-C); the cases after it were not checked.", 130) from None
+        if lines and student.quick:
+            raise Wrong(header)
         out(f"{header}: {'FAILED' if lines else 'ok'}")
         for line in lines:
             for part in line.splitlines() or [""]:

@@ -1,0 +1,239 @@
+"""One-change edits of Python source: the mutation tool's wrong answers, and the checker's way to find a slip.
+
+`edits(source, within)` lists every file that differs from `source` by one change inside the
+functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *), a minus sign dropped or
+added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2), a comparison's tie flipped
+(> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis dropped,
+added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log
+abs), a saved value swapped for another (self.a -> self.b), the returned values in another
+order, a condition negated, a statement dropped.
+
+The set is closed under undoing, but for the dropped terms and statements: what one edit does,
+another edit undoes. So teachers/mutate.py makes wrong answers from a solution with it, and the
+checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the
+change name the slip, in the student's own code, whether anyone wrote that slip down or not.
+"""
+
+import ast
+
+SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+TIES = {ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+TIES |= {ast.In: ast.NotIn, ast.NotIn: ast.In}
+REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max"}
+DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
+WRAPPERS = ("sqrt", "exp", "log")  # added around a value: the undoing of a dropped one
+SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.Gt: ">"}
+SYMBOLS |= {ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in"}
+
+
+def edits(source, within=lambda function: True):
+    """[(line, what changed, new source)]: one change each, inside the functions `within(function node)` accepts,
+    no two alike and none the same as `source`."""
+    tree = ast.parse(source)
+    added, lines = _additions(tree), source.splitlines(keepends=True)
+    found, seen = [], {source}
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    for node, saved, operand, statement in list(_sites(tree, within)):
+        for what, new in _alternatives(node, saved, operand, added):
+            ast.fix_missing_locations(ast.copy_location(new, node))
+            _replace(parents[id(node)], node, new)  # in place, and back after: one tree for every edit
+            code = ast.unparse(new if node is statement else statement)  # the statement, spelled anew
+            _replace(parents[id(node)], new, node)
+            indent = " " * statement.col_offset
+            written = "".join(f"{indent}{line}\n" for line in code.splitlines())
+            text = "".join(lines[: statement.lineno - 1]) + written + "".join(lines[statement.end_lineno :])
+            if text not in seen:
+                seen.add(text)
+                found.append((node.lineno, what, text))
+    return found
+
+
+def _sites(tree, within):
+    """(node, the class's saved attribute names, whether it is an operand, the function's statement holding it) for
+    every node inside the accepted functions; an operand (of an operator, or a value assigned or returned) is where
+    a term can be changed whole. The statement is written anew around an edit; the rest of the file stays as it is."""
+    for top in tree.body:
+        methods = [n for n in top.body if isinstance(n, ast.FunctionDef)] if isinstance(top, ast.ClassDef) else [top]
+        saved = sorted(
+            {n.attr for n in ast.walk(top) if _is_self(n) and isinstance(n.ctx, ast.Store)}
+            if isinstance(top, ast.ClassDef)
+            else set()
+        )
+        for function in methods:
+            if isinstance(function, ast.FunctionDef) and within(function):
+                body = function.body[1:] if ast.get_docstring(function) else function.body
+                for statement in body:
+                    operands = {id(o) for node in ast.walk(statement) for o in _operands(node)}
+                    for node in ast.walk(statement):
+                        yield node, saved, id(node) in operands, statement
+
+
+def _operands(node):
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Return)) and node.value is not None:
+        return node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+    return []
+
+
+def _additions(tree):
+    """(axes, reductions, terms): the axis arguments the file uses with 0 and -1 (what an axis edit tries), the
+    reductions an operand can get (`.sum(...)` over each axis, with keepdims=True and without, and each reduction
+    call the file itself makes), and the names and attributes it reads (a term left out is one of them): unparsed."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    axes = sorted({ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1"})
+    reductions = [f".sum(axis={axis}{keep})" for axis in axes for keep in (", keepdims=True", "")] + [".sum()"]
+    own = [n for n in calls if n.func.attr in REDUCTIONS and not (isinstance(n.func.value, ast.Name) and n.args)]
+    reductions += ["." + ast.unparse(ast.Call(ast.Name(n.func.attr), n.args, n.keywords)) for n in own]
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    values = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)]
+    values = [n for n in values if id(n) not in called]
+    terms = {ast.unparse(n) for n in values if not (isinstance(n, ast.Name) and n.id in ("np", "self", "math"))}
+    terms = {t for t in terms if not t.startswith(("np.", "math.")) and not t.endswith(("shape", "axis", "axes"))}
+    return axes, list(dict.fromkeys(reductions)), sorted(terms)
+
+
+def _is_self(node):
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _is_value(node):
+    """A name, attribute, call or subscript being read: where a sign, a transpose or a function can be added."""
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and isinstance(
+        getattr(node, "ctx", ast.Load()), ast.Load
+    )
+
+
+def _alternatives(node, saved, operand, added):
+    """[(what, replacement node)] for one node."""
+    axes, reductions, terms = added
+    out = []
+    if operand and not isinstance(node, ast.Constant):
+        text = ast.unparse(node)
+        out.append((f"a minus sign added to {text}", _minus(node)))
+        for term in terms if _is_value(node) else ():
+            if term != text:
+                for op in (ast.Mult, ast.Add, ast.Sub, ast.Div):
+                    grown = ast.BinOp(node, op(), ast.parse(term, mode="eval").body)
+                    out.append((f"a term added: {text} -> {ast.unparse(grown)}", grown))
+        for reduction in reductions:
+            summed = ast.parse(f"(_){reduction}", mode="eval").body
+            summed.func.value = node
+            out.append((f"{reduction} added to {text}", summed))
+        if _is_value(node):
+            out += [(f"np.{name} added around {text}", _numpy(name, node)) for name in WRAPPERS]
+            out.append((f".copy() added to {text}", _method(node, "copy")))
+    if isinstance(node, ast.BinOp):
+        op = type(node.op)
+        if op in SWAPS:
+            out.append((f"{SYMBOLS[op]} -> {SYMBOLS[SWAPS[op]]}", ast.BinOp(node.left, SWAPS[op](), node.right)))
+        if op is ast.Mult:
+            out.append(("* -> **", ast.BinOp(node.left, ast.Pow(), node.right)))
+            out.append(("* -> @", ast.BinOp(node.left, ast.MatMult(), node.right)))
+        if op is ast.MatMult:
+            out.append(("@ -> *", ast.BinOp(node.left, ast.Mult(), node.right)))
+            for side in ("left", "right"):
+                flipped = ast.BinOp(node.left, ast.MatMult(), node.right)
+                setattr(flipped, side, _method(getattr(node, side), "swapaxes", -1, -2))
+                out.append((f"a transpose added to the {side} factor of @", flipped))
+                flipped = ast.BinOp(node.left, ast.MatMult(), node.right)
+                setattr(flipped, side, ast.Attribute(getattr(node, side), "T", ast.Load()))
+                out.append((f"a transpose added to the {side} factor of @ (.T)", flipped))
+        if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
+            out += [(f"a term dropped: {ast.unparse(node)} -> {ast.unparse(t)}", t) for t in (node.left, node.right)]
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        out.append(("a minus sign dropped", node.operand))
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+        out.append((f"= for {SYMBOLS[type(node.op)]}=", ast.Assign([node.target], node.value)))
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1 and not isinstance(node.targets[0], ast.Tuple):
+        out.append(("+= for =", ast.AugAssign(node.targets[0], ast.Add(), node.value)))
+        if isinstance(node.targets[0], ast.Subscript):  # a[i] = v -> np.add.at(a, i, v): repeated indices add up
+            target = node.targets[0]
+            add_at = ast.Call(ast.parse("np.add.at", mode="eval").body, [target.value, target.slice, node.value], [])
+            out.append(("a[i] = v -> np.add.at(a, i, v)", ast.Expr(add_at)))
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        changed = [node.value + 1, node.value - 1, node.value * 2] + ([node.value / 2] if node.value else [])
+        for new in dict.fromkeys(changed):
+            out.append((f"the constant {node.value!r} -> {new!r}", ast.Constant(new)))
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in TIES:
+        new = TIES[type(node.ops[0])]
+        what = f"{SYMBOLS[type(node.ops[0])]} -> {SYMBOLS[new]}"
+        out.append((what, ast.Compare(node.left, [new()], node.comparators)))
+    elif isinstance(node, ast.Attribute) and node.attr == "T":
+        out.append(("a transpose removed (.T)", node.value))
+    elif _is_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
+        for other in saved:
+            if other != node.attr:
+                out.append((f"self.{node.attr} -> self.{other}", ast.Attribute(node.value, other, ast.Load())))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        out += _call_alternatives(node, axes)
+    elif isinstance(node, ast.If):
+        out.append(("the condition negated", ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)))
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        out.append((f"a statement dropped: {ast.unparse(node)}", ast.Pass()))
+        call = node.value
+        if ast.unparse(call.func) == "np.add.at" and len(call.args) == 3:  # = for +=, with repeated indices
+            target = ast.Subscript(call.args[0], call.args[1], ast.Store())
+            out.append(("np.add.at(a, i, v) -> a[i] = v", ast.Assign([target], call.args[2])))
+    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > 1:
+        out.append(("the returned values in reverse order", ast.Return(ast.Tuple(node.value.elts[::-1], ast.Load()))))
+    return out
+
+
+def _call_alternatives(node, axes):
+    attr, out = node.func.attr, []
+    on_numpy = isinstance(node.func.value, ast.Name) and node.func.value.id == "np"
+    target = node.args[0] if on_numpy and node.args else node.func.value
+    if attr == "pop" and not node.args:
+        out.append(("pop() -> pop(0)", ast.Call(node.func, [ast.Constant(0)], [])))
+    if attr == "pop" and len(node.args) == 1:
+        out.append(("pop(0) -> pop()", ast.Call(node.func, [], [])))
+    if attr in REDUCTIONS or attr in ("swapaxes", "transpose") or attr in DROPPABLE:
+        out.append((f".{attr}(...) dropped", target))
+    if attr in REDUCTIONS:
+        swapped = ast.Call(ast.Attribute(node.func.value, REDUCTIONS[attr], ast.Load()), node.args, node.keywords)
+        out.append((f"{attr} -> {REDUCTIONS[attr]}", swapped))
+        names = {k.arg for k in node.keywords}
+        if "keepdims" not in names:
+            keep = ast.keyword("keepdims", ast.Constant(True))
+            out.append(("keepdims=True added", ast.Call(node.func, node.args, [*node.keywords, keep])))
+        if "axis" not in names and not (on_numpy and len(node.args) > 1):
+            for axis in axes:
+                axis_added = ast.keyword("axis", ast.parse(axis, mode="eval").body)
+                out.append((f"axis={axis} added", ast.Call(node.func, node.args, [axis_added, *node.keywords])))
+    for i, keyword in enumerate(node.keywords):
+        others = node.keywords[:i] + node.keywords[i + 1 :]
+        out.append((f"{keyword.arg}= dropped", ast.Call(node.func, node.args, others)))
+        if keyword.arg == "axis":
+            for axis in axes:
+                if axis != ast.unparse(keyword.value):
+                    changed = ast.keyword("axis", ast.parse(axis, mode="eval").body)
+                    out.append((f"axis -> {axis}", ast.Call(node.func, node.args, [*others[:i], changed, *others[i:]])))
+        if keyword.arg == "keepdims" and isinstance(keyword.value, ast.Constant):
+            flipped = ast.keyword("keepdims", ast.Constant(not keyword.value.value))
+            out.append((f"keepdims -> {not keyword.value.value}", ast.Call(node.func, node.args, [*others, flipped])))
+    return out
+
+
+def _minus(value):
+    return ast.UnaryOp(ast.USub(), value)
+
+
+def _numpy(name, value):
+    return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load()), [value], [])
+
+
+def _method(value, method, *args):
+    return ast.Call(ast.Attribute(value, method, ast.Load()), [ast.Constant(a) for a in args], [])
+
+
+def _replace(parent, old, new):
+    """Put `new` where `old` is among `parent`'s children."""
+    for field, value in ast.iter_fields(parent):
+        if value is old:
+            setattr(parent, field, new)
+            return
+        if isinstance(value, list) and any(v is old for v in value):
+            value[[i for i, v in enumerate(value) if v is old][0]] = new
+            return
+    raise ValueError("node not among parent's children")

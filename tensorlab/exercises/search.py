@@ -1,0 +1,101 @@
+"""Finding a slip nobody wrote down: the one-change edit of the student's file that makes it pass.
+
+When a file fails and no slip of the exercise's own explains it, `found(...)` tries the edits of
+edits.py on the student's functions, most likely first (at most MOST), each as a quick check
+(Student.quick: pass or fail, no diagnosis) in one process of the student's, on the check's
+inputs and on a second draw. The first edit that passes both is the slip: its line and its kind
+are named, and at hints=fix the change itself. A file with two slips, or a slip no one edit
+undoes, gets nothing from here: the cases' own diagnosis stands.
+"""
+
+from pathlib import Path
+
+from tensorlab.exercises.edits import edits
+from tensorlab.exercises.report import CHANGE, FOUND
+from tensorlab.exercises.student import Stopped, Student, StudentError, Wrong
+
+MOST = 1000  # edits tried at most, in the order of _rank (a count, not a time: the same on every machine)
+EACH = 2.0  # seconds of the student's code per edited file (an edit can make a loop endless)
+GIVEN = {"forward", "__init__"}  # what a gradient exercise's stub gives: not the student's to get wrong
+KINDS = [  # (words in an edit's description, what kind of slip it undoes), the first that fits
+    ("a term dropped", "a term that does not belong there"),
+    ("a term added", "a term left out"),
+    ("returned values", "the order of the returned values"),
+    ("np.add.at", "repeated indices, which must add up"),
+    ("minus sign", "a sign"),
+    ("added to", "a reduction left out"),
+    ("transpose", "a transpose"),
+    ("swapaxes", "a transpose"),
+    ("keepdims", "keepdims"),
+    ("axis", "an axis"),
+    ("constant", "a constant"),
+    ("condition", "a condition"),
+    ("statement", "a statement"),
+    ("self.", "a saved value (another one belongs there)"),
+    ("pop(", "the end of the stack a node is taken from"),
+    ("= for", "= and +="),
+    (" -> >", "a comparison at ties"),
+    (" -> <", "a comparison at ties"),
+    (" -> =", "a comparison"),
+    (" -> !", "a comparison"),
+    (" -> in", "a comparison"),
+    (" -> not", "a comparison"),
+    ("np.", "a function applied (or not)"),
+    ("sum", "a reduction"),
+    ("mean", "a reduction"),
+    ("max", "a reduction"),
+    ("min", "a reduction"),
+    ("(...) dropped", "a function applied (or not)"),
+    (" -> ", "an operator"),
+]
+
+
+def found(exercise, path, source, seed, checker):
+    """The lines naming the slip (FOUND, CHANGE), or [] when no one edit makes the file pass in time."""
+    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
+    try:
+        tried = edits(source, lambda function: function.name not in given)
+    except SyntaxError:
+        return []
+    tried.sort(key=lambda edit: _rank(edit[1]))
+    student = None
+    try:
+        for line, what, text in tried[:MOST]:
+            if student is None or student.ended:
+                if student is not None:
+                    student.__exit__(None, None, None)
+                student = Student(path, text).__enter__()
+                student.quick = True
+            if all(_passes(exercise, student, text, each, checker) for each in (seed, seed + 1)):
+                return _lines(Path(path).name, line, what, source)
+    finally:
+        if student is not None:
+            student.__exit__(None, None, None)
+    return []
+
+
+def _passes(exercise, student, text, seed, checker):
+    student.source = text
+    try:
+        return checker(exercise, student, out=lambda line: None, time_limit=EACH, seed=seed)
+    except (Wrong, StudentError, Stopped):
+        return False
+
+
+def _rank(what):
+    """Swaps, flips and changed arguments first; whole functions and reductions added, then terms, last."""
+    if what.startswith("a term added"):
+        return 3
+    if "added to" in what or what.startswith(("a term dropped", "a statement dropped")):
+        return 2
+    return 1 if "added around" in what or "dropped" in what else 0
+
+
+def _lines(name, line, what, source):
+    kind = next(words for key, words in KINDS if key in what)
+    code = source.splitlines()[line - 1].strip()
+    return [
+        f"{FOUND}{line} of {name}: {kind} (found by trying one-change edits of your "
+        f"file: this one makes every case pass).",
+        f"{CHANGE}{what}, in `{code}`.",
+    ]

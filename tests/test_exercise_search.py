@@ -1,0 +1,102 @@
+"""The checker's search for a slip nobody wrote down (tensorlab/exercises/search.py, edits.py).
+
+A wrong file that no slip of its exercise explains is edited once in every way edits.py knows;
+the edit that makes it pass names the slip: its line in the student's file, its kind, and at
+hints=fix the change. The edits are closed under undoing, so the wrong answers teachers/mutate.py
+makes from the solutions with them are undone by one of them (tests/test_exercise_mutants.py
+counts how many are named).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tensorlab.exercises import BY_NAME, search
+from tensorlab.exercises.edits import edits
+from tensorlab.exercises.report import CHANGE, FOUND, Report
+from tensorlab.exercises.runner import run
+
+SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"
+EXP_LOG = ast.unparse(ast.parse((SOLUTIONS / "exp_log.py").read_text()))
+DIVIDED = EXP_LOG.replace("return gy * self.y", "return gy / self.y")
+
+
+def check(tmp_path, source, hints="fix", name="exp_log"):
+    """(exit code, Report) of checking `source` as the student's file my_NAME.py."""
+    path = tmp_path / f"my_{name}.py"
+    path.write_text(source)
+    report = Report(BY_NAME[name], path, hints, show=None)
+    return run(BY_NAME[name], path, time_limit=10, seed=5, report=report), report
+
+
+def test_a_slip_no_one_wrote_down_is_named_at_its_line_with_the_change(tmp_path):
+    assert DIVIDED != EXP_LOG
+    code, report = check(tmp_path, DIVIDED)
+    line = DIVIDED.splitlines().index("        return gy / self.y") + 1
+    assert code == 1
+    assert report.found[0].startswith(f"{FOUND}{line} of my_exp_log.py: an operator")
+    assert report.found[1] == f"{CHANGE}/ -> *, in `return gy / self.y`."
+    assert report.diagnosis().startswith(f"{FOUND}{line} of my_exp_log.py")  # the gradebook's words
+
+
+def test_at_hints_name_the_line_and_kind_are_said_and_the_change_is_not(tmp_path):
+    _, report = check(tmp_path, DIVIDED, hints="name")
+    record = report.record(1)
+    assert FOUND in record["diagnosis"] and CHANGE not in record["diagnosis"]
+    _, report = check(tmp_path, DIVIDED, hints="none")
+    assert FOUND not in report.record(1)["diagnosis"]
+
+
+def test_a_left_out_term_is_found_from_the_names_the_file_reads(tmp_path):
+    dropped = EXP_LOG.replace("return gy * self.y", "return gy")
+    _, report = check(tmp_path, dropped)
+    assert "a term left out" in report.found[0]
+    assert report.found[1] == f"{CHANGE}a term added: gy -> gy * self.y, in `return gy`."
+
+
+def test_two_slips_are_not_named_as_one(tmp_path):
+    both = DIVIDED.replace("return gy / self.x", "return gy * self.x")  # Log's backward wrong too
+    assert both != DIVIDED
+    code, report = check(tmp_path, both)
+    assert code == 1 and report.found == []
+
+
+def test_an_unfinished_stub_is_not_searched(tmp_path, monkeypatch):
+    tried = []
+    monkeypatch.setattr(search, "edits", lambda *a, **k: tried.append(a) or [])
+    stub = Path(__file__).resolve().parent.parent / "tensorlab" / "exercises" / "stubs" / "exp_log.py"
+    code, report = check(tmp_path, stub.read_text())
+    assert code == 1 and tried == [] and report.found == []
+
+
+@pytest.mark.parametrize("name", ["softmax", "matmul", "mean", "topo"])
+def test_every_one_change_edit_of_a_solution_is_undone_by_one_edit(name):
+    """Closed under undoing: for every edit of the solution that is not a term or statement dropped (nothing
+    says which term), some edit of the edited file gives the solution back, as the same program."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    given = set() if BY_NAME[name].kind != "gradient" else search.GIVEN
+    solution = _program(source)
+    missed = []
+    for line, what, text in edits(source, lambda function: function.name not in given):
+        if what.startswith(("a term", "a statement")) or "added" in what:
+            continue
+        if solution not in {_program(t) for _, _, t in edits(text, lambda function: function.name not in given)}:
+            missed.append(f"line {line}: {what}")
+    assert missed == [], missed
+
+
+def _program(text):
+    """The program, whatever the spelling: `not not c` is c, 1.0 is 1, keyword arguments in any order."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            node.keywords.sort(key=lambda keyword: keyword.arg or "")
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+                inner = value.operand
+                if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.Not):
+                    setattr(node, field, inner.operand)
+            if isinstance(value, ast.Constant) and isinstance(value.value, float) and value.value.is_integer():
+                setattr(node, field, ast.Constant(int(value.value)))
+    return ast.dump(tree)
