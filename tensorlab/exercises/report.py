@@ -172,11 +172,10 @@ class Report:
             return ""
         if self.hints == "none":
             return f"{failed[0].header}: failed"
-        if self.found:
-            return " ".join(self._detail(self.found))
         explained = [c.lines[: c.lines.index("")] if "" in c.lines else c.lines for c in failed]  # not the table
         lines, case = max(zip(explained, failed), key=lambda pair: specific(pair[0]))  # the first of the most specific
-        return f"{case.header}: " + " ".join(line.strip() for line in self._detail(lines))
+        said = f"{case.header}: " + " ".join(line.strip() for line in self._detail(lines))
+        return " ".join([said, *self._detail(self.found)])  # and the slip the search found (search.py)
 
     def record(self, code):
         """The check as one JSON-ready dict; `code` is its exit code."""
