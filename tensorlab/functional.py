@@ -382,11 +382,13 @@ def split(x, split_size_or_sections, axis=0):
     length = x.shape[normalize_axis("split", axis, x.ndim)]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
-        if size <= 0:
+        if size < 0 or size == 0 < length:  # 0 only for an empty axis, as torch.split: one empty piece
             raise ValueError(
-                f"split: the piece size must be a positive int, got {size} (for a number of pieces use chunk)"
+                f"split: the piece size must be a positive int (0 only for an empty axis), got {size} "
+                f"for an axis of {length} (for a number of pieces use chunk)"
             )
-        sizes = [size] * (length // size) + [length % size] * (length % size > 0) or [0]  # the last may be short
+        whole, rest = divmod(length, size or 1)
+        sizes = [size] * whole + [rest] * (rest > 0) or [0]  # the last may be short
     else:
         sizes = list(split_size_or_sections)
     pieces = _shape.Split(sizes, axis)(x)

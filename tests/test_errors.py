@@ -57,7 +57,9 @@ def test_shape_op_errors(backend):
         F.concatenate([])
     with pytest.raises(ValueError, match="stack: all inputs must have the same shape; got " + shapes((3, 4), (3, 5))):
         F.stack([x, t((3, 5), backend)])
-    with pytest.raises(ValueError, match="split: the piece size must be a positive int, got 0 .*use chunk"):
+    with pytest.raises(
+        ValueError, match="split: the piece size must be a positive int .*got 0 for an axis of 4 .*use chunk"
+    ):
         F.split(x, 0, axis=1)
     with pytest.raises(ValueError, match="chunk: the number of pieces must be a positive int, got -2"):
         F.chunk(x, -2, axis=1)

@@ -177,6 +177,23 @@ def test_chunk_of_an_empty_axis_gives_the_pieces_pytorch_gives(chunks):
     assert [p.shape for p in F.split(tensorlab.tensor(np.zeros(0)), 2)] == [
         tuple(p.shape) for p in torch.split(torch.zeros(0), 2)
     ]
+    for size in (0, 2):  # a piece size of 0 is taken for an empty axis only: one empty piece
+        assert [p.shape for p in F.split(tensorlab.tensor(np.zeros((3, 0))), size, -1)] == [
+            tuple(p.shape) for p in torch.split(torch.zeros(3, 0), size, -1)
+        ]
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_with_no_classes_backpropagates_an_empty_gradient(smoothing):
+    """V = 0, every target ignored (row 24): PyTorch's mean is NaN and its gradient empty; so are ours."""
+    x = tensorlab.tensor(np.zeros((3, 0), dtype=np.float32), requires_grad=True)
+    loss = F.cross_entropy(x, np.zeros(3, dtype=np.int64), ignore_index=0, label_smoothing=smoothing)
+    loss.backward()
+    tx = torch.zeros(3, 0, requires_grad=True)
+    theirs = TF.cross_entropy(tx, torch.zeros(3, dtype=torch.int64), ignore_index=0, label_smoothing=smoothing)
+    theirs.backward()
+    assert np.isnan(loss.item()) and torch.isnan(theirs)
+    assert x.grad.shape == tuple(tx.grad.shape) == (3, 0)
 
 
 # ----- result dtypes -----------------------------------------------------------------------------------------------

@@ -90,10 +90,10 @@ class CrossEntropy(Function):
             w = xp.broadcast_to(w, (len(self.t), 1))
         w = xp.where(self.valid[:, None], w, w.dtype.type(0))  # (N, 1); ignored rows: 0 (selected, so even for inf gy)
         gx = self.p * w
-        if gx.shape[-1]:  # no classes: every target ignored, nothing to subtract
+        if gx.shape[-1]:  # no classes: every target ignored, nothing to subtract (nor any e / V)
             gx[self.rows, self.t] -= (1 - self.smoothing) * w[:, 0]
-        if self.smoothing:
-            gx -= (self.smoothing / self.p.shape[-1]) * w
+            if self.smoothing:
+                gx -= (self.smoothing / self.p.shape[-1]) * w
         return gx.reshape(self.logits_shape), None
 
 
