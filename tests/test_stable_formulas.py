@@ -202,3 +202,14 @@ def test_a_var_gradient_that_divides_by_max_0_is_caught(monkeypatch):
     monkeypatch.setattr(Var, "backward", divides_by_max_0)
     with pytest.raises(AssertionError):
         test_var_and_std_past_the_degrees_of_freedom_are_pytorchs_to_the_sign_of_zero("var", (1,), 0, 2)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("value, n", [(-1e30, 3), (0.1, 3), (1 / 3, 7), (7e-300, 5)])
+def test_var_of_equal_values_is_0_as_pytorchs(op, value, n):
+    """Equal float64 values: sum / n may round off their value (-1e30 three times: a variance of 5.9e28); the
+    corrected mean gives it back, and with it PyTorch's 0."""
+    x = np.full((2, n), value)
+    ours = getattr(F, op)(tensorlab.tensor(x), axis=1).numpy()
+    theirs = getattr(torch.tensor(x), op)(dim=1).numpy()
+    assert (ours == theirs).all() and (theirs == 0).all(), (ours, theirs)

@@ -91,7 +91,7 @@ class Var(Reduction):
         """The variance in float64 (or wider)."""
         check_floating(type(self).__name__.lower(), x)
         x = x.astype(np.promote_types(x.dtype, np.float64), copy=False)
-        self.centered = x - x.mean(axis=self.axes, keepdims=True)
+        self.centered = x - corrected_mean(x, self.axes)
         self.dof = self.count() - self.correction
         if self.dof <= 0 and (self.axis is None or x.ndim == 0):  # the backward's case below: PyTorch's test
             self.at_mean = x == x.mean(axis=self.axes, keepdims=True)
@@ -125,6 +125,17 @@ class Std(Var):
         with np.errstate(divide="ignore", invalid="ignore"):
             gv = xp.where(self.y == 0, gy.dtype.type(0), gy / (2 * self.y))  # in float64, as self.y
         return super().backward(gv).astype(gy.dtype, copy=False)
+
+
+def corrected_mean(x, axes):
+    """The mean, corrected by the mean of the deviations from it (the corrected two-pass algorithm): equal values
+    give their value exactly (so a variance of 0, as PyTorch's Welford kernel), where sum / n may round off it.
+    Where the correction is not finite (inf, NaN, overflow) the plain mean stays."""
+    xp = backend.array_module(x)
+    mean = x.mean(axis=axes, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        corrected = mean + (x - mean).mean(axis=axes, keepdims=True)
+    return xp.where(xp.isfinite(corrected), corrected, mean)
 
 
 def arg_extreme(op_name, x, axis=None, keepdims=False):
