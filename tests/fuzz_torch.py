@@ -205,7 +205,15 @@ def _scores_beyond_rounding(c):  # eps |S| > rtol: the softmax's weights, and it
 
 POW = ("pow", "x ** y", "x.pow(y)")
 ATTENTION = ("causal_attention", "nn.CausalSelfAttention", "nn.TransformerBlock")
-FUSED = ("causal_attention", "nn.CausalSelfAttention", "layer_norm", "nn.LayerNorm", "nn.TransformerBlock")
+FUSED = (
+    "causal_attention",
+    "nn.CausalSelfAttention",
+    "layer_norm",
+    "nn.LayerNorm",
+    "rms_norm",
+    "nn.RMSNorm",
+    "nn.TransformerBlock",
+)
 KNOWN = [
     Known(5, ("softmax",), ("value", "gradient"), _all_inf_row),
     Known(12, ("clamp", "x.clamp"), ("refuses",), lambda c: Const in (type(c.args["lo"]), type(c.args["hi"]))),

@@ -173,9 +173,15 @@ def test_the_fuzzer_finds_and_shrinks_a_planted_wrong_op(mistake, monkeypatch):
 
 
 F32 = np.float32
-WIDENED = [  # row: a program the 100,000-program run of seed 7 found outside the row as it was
+WIDENED = [  # row: a program a 100,000-program run (seeds 7 and 8) found outside the row as it was
     (20, fz.Program(np.array(-2), [("y ** x", {"y": False})], -1)),
     (21, fz.Program(np.zeros((0, 3), np.int64), [("matmul", {"y": np.zeros((0, 3, 0), F32)})], -1)),
+    (
+        26,
+        fz.Program(
+            np.array([1e30], F32), [("rms_norm", {"w": np.ones(1, F32), "eps": 1e-6}), ("x * y", {"y": 1e30})], -1
+        ),
+    ),
     (
         27,
         fz.Program(
