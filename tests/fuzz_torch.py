@@ -78,7 +78,7 @@ WORST = {}  # tolerance -> the largest relative error of values that agreed (the
 class Known:
     row: int  # the row of docs/differences-from-pytorch.md
     ops: tuple
-    kinds: tuple
+    kinds: tuple  # "flows back": a gradient difference at an earlier step is this step's (its Case: x, args, upstream)
     when: object  # when(case): whether this step's difference is the documented one (see Case)
 
 
@@ -175,6 +175,14 @@ def _spread_within_rounding(c):  # std's gradient (x - m) / (n std): x - m's rou
         return bool(np.any(spread * RTOL[str(c.x.dtype)] <= rounding))
 
 
+def _quotient_below_normal(c):  # PyTorch's std backward: gy / (2 std) in x's dtype, rounded to a subnormal
+    axis, keep = c.args["axis"], c.args["keepdims"]
+    with np.errstate(all="ignore"):
+        std = np.std(c.x.astype(np.float64), axis=axis, ddof=c.args["correction"], keepdims=keep)
+        quotient = np.abs(c.upstream.astype(np.float64)) / (2 * std)
+    return c.x.dtype.kind == "f" and bool(np.any((quotient > 0) & (quotient < np.finfo(c.x.dtype).tiny)))
+
+
 def _squares_beyond_float32(c):  # PyTorch's norm inf (its squares in float32), tensorlab's finite (in float64)
     g = c.args["g"].array
     with np.errstate(over="ignore", invalid="ignore"):
@@ -231,6 +239,7 @@ KNOWN = [
     Known(27, ("std", "x.std"), ("gradient",), _spread_within_rounding),
     Known(28, ATTENTION, ("gradient",), _scores_beyond_rounding),
     Known(29, ("clip_grad_norm_",), ("value",), _squares_beyond_float32),
+    Known(30, ("std", "x.std"), ("gradient", "flows back"), _quotient_below_normal),
 ]
 
 KINDS = {  # kind: what it means, in the report
@@ -506,6 +515,7 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
     # is the largest magnitude met from the end down to k (for an op that adds up terms, its inputs times the
     # gradient of its result), times the largest CONDITION met.
     upstream, scale, condition = u, 0.0, 1.0  # upstream: PyTorch's gradient of step k's result
+    later = []  # (name, Case) of the steps after k: a documented difference there flows back to k
     for k in reversed(range(len(program.steps))):
         pairs = [(o, t) for o, t in taken[k] if TORCH.is_tensor(t) and t.requires_grad]
         grads = [(o.grad, t.grad) for o, t in pairs]
@@ -529,7 +539,9 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
                 tol = (scale * condition, max(rtol, _rtol(tg)))
                 same = lambda a, b, tol=tol: compare_values(a, b, *tol) is None  # noqa: E731
                 row = _known("gradient", name, Case(*inputs[k], g, tg, upstream, same))
+                row = row or next((r for n, c in later if (r := _known("flows back", n, c))), 0)
                 return Difference("gradient", name, k, f"of {where} {detail}", known=row)
+        later.append((name, Case(*inputs[k], upstream=upstream)))
         x_grad = pairs[0][1].grad if pairs and pairs[0][1] is taken[k][0][1] else None
         upstream = x_grad.numpy() if x_grad is not None else upstream
     return None

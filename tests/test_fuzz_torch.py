@@ -56,6 +56,15 @@ RARE = {  # row: a program the fuzzer found that shows it (27: its equal values,
         [("x.std", {"axis": -2, "keepdims": False, "correction": 2})],
         -1,
     ),
+    30: fz.Program(  # seed 7's: the error of std's backward shows at the div before it
+        np.array([1e30, 1], np.float32),
+        [
+            ("div", {"y": np.array(1.0, np.float32)}),
+            ("x.std", {"axis": None, "keepdims": False, "correction": 0}),
+            ("x.sqrt()", {}),
+        ],
+        -1,
+    ),
 }
 
 
