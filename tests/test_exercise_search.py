@@ -100,3 +100,13 @@ def _program(text):
             if isinstance(value, ast.Constant) and isinstance(value.value, float) and value.value.is_integer():
                 setattr(node, field, ast.Constant(int(value.value)))
     return ast.dump(tree)
+
+
+def test_ctrl_c_during_the_search_keeps_the_verdict_and_says_so(tmp_path, monkeypatch):
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(search, "found", interrupted)
+    code, report = check(tmp_path, DIVIDED)
+    assert code == 1 and report.cases and not all(case.passed for case in report.cases)
+    assert "(Ctrl-C: the search for the slip was stopped.)" in report.general

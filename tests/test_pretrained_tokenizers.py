@@ -215,7 +215,8 @@ def test_the_real_hub_download_offline_is_one_error_line_from_train_py(tmp_path)
     """Tokenizer.from_pretrained itself, with huggingface_hub told it is offline: no network is tried."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "TENSORLAB_CACHE": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "--tokenizer", "gpt2", "--vocab-size", "50257", "--max-steps", "1"],
+        [sys.executable, str(ROOT / "train.py"), "--tokenizer", "gpt2", "--vocab-size", "50257", "--max-steps", "1"]
+        + ["--data", str(ROOT / "tests" / "data" / "small_corpus.txt")],  # a corpus, so the tokenizer is what fails
         capture_output=True,
         text=True,
         env=env,
