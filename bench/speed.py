@@ -32,6 +32,7 @@ The last line reads `worst step ratio tensorlab/pytorch: R`.
 """
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -214,11 +215,16 @@ def product_peak(framework, device, repeats, n=2048):
         a, b = (torch.randn(n, n, dtype=torch.float32, device=device) for _ in range(2))
         sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     best = float("inf")
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
-        a @ b
-        sync()
-        best = min(best, time.perf_counter() - start)
+    with contextlib.ExitStack() as stack:
+        if framework == "tensorlab" and device == "cpu":  # tensorlab.threads holds OpenBLAS to one thread for
+            import threadpoolctl  # its own row parts: the machine's limit is OpenBLAS on all the threads given
+
+            stack.enter_context(threadpoolctl.threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]), "blas"))
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            a @ b
+            sync()
+            best = min(best, time.perf_counter() - start)
     return 2 * n**3 / best / 1e9
 
 
@@ -409,6 +415,7 @@ def _measure(name, model_config, workers, batch_size, seq_len, args):
     result["model_gflop"], result["weights"] = flops / 1e9, weights
     for fw, w in workers.items():
         result[fw]["peak_rss_mb"] = w.ask("peak")
+        time.sleep(args.settle)  # the other worker's threads stop spinning first: they are not the machine's limit
         result[fw]["product_peak_gflops"] = w.ask("product_peak", args.peak_repeats)
         result[fw]["gflops"] = flops / 1e9 / (result[fw]["step_ms"] / 1e3)
         result[fw]["peak_share"] = result[fw]["gflops"] / result[fw]["product_peak_gflops"]
