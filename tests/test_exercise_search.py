@@ -79,6 +79,7 @@ def test_every_one_change_edit_of_a_solution_is_undone_by_one_edit(name):
     solution = _program(source)
     missed = []
     for line, what, text in edits(source, lambda function: function.name not in given):
+        assert _program(text) != solution, f"line {line}: {what} changes nothing"
         if what.startswith(("a term", "a statement")) or "added" in what:
             continue
         if solution not in {_program(t) for _, _, t in edits(text, lambda function: function.name not in given)}:

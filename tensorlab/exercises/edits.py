@@ -34,11 +34,14 @@ def edits(source, within=lambda function: True):
     found, seen = [], {source}
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node, saved, operand, statement in list(_sites(tree, within)):
+        original = ast.unparse(statement)
         for what, new in _alternatives(node, saved, operand, added):
             ast.fix_missing_locations(ast.copy_location(new, node))
             _replace(parents[id(node)], node, new)  # in place, and back after: one tree for every edit
             code = ast.unparse(new if node is statement else statement)  # the statement, spelled anew
             _replace(parents[id(node)], new, node)
+            if code == original:  # an edit that changes nothing (0 -> 0 * 2)
+                continue
             indent = " " * statement.col_offset
             written = "".join(f"{indent}{line}\n" for line in code.splitlines())
             text = "".join(lines[: statement.lineno - 1]) + written + "".join(lines[statement.end_lineno :])
