@@ -8,10 +8,12 @@ added or changed, a transpose removed or added, a math function dropped or added
 abs), a saved value swapped for another (self.a -> self.b), the returned values in another
 order, a condition negated, a statement dropped.
 
-The set is closed under undoing, but for the dropped terms and statements: what one edit does,
-another edit undoes. So teachers/mutate.py makes wrong answers from a solution with it, and the
-checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the
-change name the slip, in the student's own code, whether anyone wrote that slip down or not.
+Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
+that is not a name the file reads, an axis changed to one the file no longer holds, and a minus
+sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). So
+teachers/mutate.py makes wrong answers from a solution with it, and the checker (search.py)
+finds, for a wrong file, the one edit that makes it pass: its line and the change name the slip
+in the student's own code, whether anyone wrote that slip down or not.
 """
 
 import ast
