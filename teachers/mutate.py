@@ -34,7 +34,7 @@ from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.edits import edits
 from tensorlab.exercises.report import Report, specific
 from tensorlab.exercises.runner import check_file
-from tensorlab.exercises.search import GIVEN
+from tensorlab.exercises.search import students_part
 from tensorlab.exercises.student import Stopped, Student, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
@@ -51,9 +51,7 @@ def mutants(name):
     student leaves things out more than they put them in, and the checker's search tries them all anyway.
     """
     source = (SOLUTIONS / f"{name}.py").read_text()
-    exercise = BY_NAME[name]
-    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
-    found = edits(source, lambda function: function.name not in given)
+    found = edits(source, students_part(BY_NAME[name]))
     return [(f"line {line}: {what}", text) for line, what, text in found if not UNDOING.search(what)]
 
 

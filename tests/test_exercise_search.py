@@ -75,14 +75,13 @@ def test_every_one_change_edit_of_a_solution_is_undone_by_one_edit(name):
     """Closed under undoing: for every edit of the solution that is not a term or statement dropped (nothing
     says which term), some edit of the edited file gives the solution back, as the same program."""
     source = (SOLUTIONS / f"{name}.py").read_text()
-    given = set() if BY_NAME[name].kind != "gradient" else search.GIVEN
     solution = _program(source)
     missed = []
-    for line, what, text in edits(source, lambda function: function.name not in given):
+    for line, what, text in edits(source, search.students_part(BY_NAME[name])):
         assert _program(text) != solution, f"line {line}: {what} changes nothing"
         if what.startswith(("a term", "a statement")) or "added" in what:
             continue
-        if solution not in {_program(t) for _, _, t in edits(text, lambda function: function.name not in given)}:
+        if solution not in {_program(t) for _, _, t in edits(text, search.students_part(BY_NAME[name]))}:
             missed.append(f"line {line}: {what}")
     assert missed == [], missed
 
@@ -111,3 +110,17 @@ def test_ctrl_c_during_the_search_keeps_the_verdict_and_says_so(tmp_path, monkey
     code, report = check(tmp_path, DIVIDED)
     assert code == 1 and report.cases and not all(case.passed for case in report.cases)
     assert "(Ctrl-C: the search for the slip was stopped.)" in report.general
+
+
+@pytest.mark.parametrize(
+    "what, kind",
+    [
+        ("a transpose added to the left factor of @", "a transpose"),
+        ("np.exp added around self.y", "a function applied (or not)"),  # not a saved value: self.y is the code
+        (".copy() added to gy", "a copy"),
+        (".sum(axis=-1) added to gy.swapaxes(-1, -2)", "a reduction left out"),  # not a transpose
+        ("a minus sign added to self.x", "a sign"),
+    ],
+)
+def test_a_slips_kind_is_read_from_the_edit_not_from_the_code_it_quotes(what, kind):
+    assert search._kind(what) == kind

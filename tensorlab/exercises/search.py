@@ -8,6 +8,7 @@ are named, and at hints=fix the change itself. A file with two slips, or a slip 
 undoes, gets nothing from here: the cases' own diagnosis stands.
 """
 
+import re
 from pathlib import Path
 
 from tensorlab.exercises.edits import edits
@@ -23,7 +24,6 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("returned values", "the order of the returned values"),
     ("np.add.at", "repeated indices, which must add up"),
     ("minus sign", "a sign"),
-    ("added to", "a reduction left out"),
     ("transpose", "a transpose"),
     ("swapaxes", "a transpose"),
     ("keepdims", "keepdims"),
@@ -52,9 +52,8 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
 
 def found(exercise, path, source, seed, checker):
     """The lines naming the slip (FOUND, CHANGE), or [] when no one edit makes the file pass in time."""
-    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
     try:
-        tried = edits(source, lambda function: function.name not in given)
+        tried = edits(source, students_part(exercise))
     except SyntaxError:
         return []
     tried.sort(key=lambda edit: _rank(edit[1]))
@@ -74,6 +73,12 @@ def found(exercise, path, source, seed, checker):
     return []
 
 
+def students_part(exercise):
+    """Which functions of a file are the student's to get wrong: all, but the stub's given forward and __init__."""
+    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
+    return lambda function: function.name not in given
+
+
 def _passes(exercise, student, text, seed, checker):
     student.source = text
     try:
@@ -91,8 +96,16 @@ def _rank(what):
     return 1 if "added around" in what or "dropped" in what else 0
 
 
+def _kind(what):
+    """The kind of slip an edit undoes, read from its description before the code it quotes."""
+    head, *rest = re.split(r"( added to | added around |: )", what, maxsplit=1)
+    if rest and rest[0] == " added to " and head.startswith("."):  # `.sum(...) added to gy`: a reduction or a copy
+        return "a copy" if head == ".copy()" else "a reduction left out"
+    return next(words for key, words in KINDS if key in head)
+
+
 def _lines(name, line, what, source):
-    kind = next(words for key, words in KINDS if key in what)
+    kind = _kind(what)
     code = source.splitlines()[line - 1].strip()
     return [
         f"{FOUND}{line} of {name}: {kind} (found by trying one-change edits of your "
