@@ -24,10 +24,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from tensorlab.exercises.catalog import EXERCISES
+from tensorlab.exercises.catalog import EXERCISES, stub
 
 SOURCE = Path(__file__).resolve().parents[1]  # the checkout: pyproject.toml beside tensorlab/ and teachers/
-STUBS = SOURCE / "tensorlab" / "exercises" / "stubs"
 
 
 GUIDE = SOURCE / "docs" / "exercises.md"
@@ -62,7 +61,7 @@ def write(folder, prog, wheel=False, gradescope=False):
         if gradescope:
             autograder(folder / "autograder.zip", built)
     for exercise in EXERCISES:
-        shutil.copyfile(STUBS / f"{exercise.name}.py", folder / f"{exercise.name}.py")
+        shutil.copyfile(stub(exercise.name), folder / f"{exercise.name}.py")
     guide = GUIDE.is_file()
     if guide:  # the students' part of the guide to the messages
         text = GUIDE.read_text()

@@ -29,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tensorlab.exercises import adamw_check, engine_check
-from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises import stages
+from tensorlab.exercises.catalog import BY_NAME, EXERCISES, adamw, topo, unbroadcast, value
 from tensorlab.exercises.edits import edits
+from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import Report, specific
 from tensorlab.exercises.runner import check_file
 from tensorlab.exercises.search import students_part
@@ -59,29 +60,29 @@ def mutants(name):
 def requests(exercise, seed):
     """[(handler, arguments)]: what each mutant and the solution answer, edge inputs included."""
     rng = np.random.default_rng(seed)
-    if exercise.kind == "gradient":
+    if isinstance(exercise.cases[0], Case):
         found = []
         for case in exercise.cases:
             for edge in (None, None, "zeros", "ties", "near 1000"):
                 inputs = [_edge(x, edge) for x in case.make(rng)]
                 with np.errstate(all="ignore"):
-                    shape = np.shape(case.reference(*inputs, **case.settings))
+                    shape = np.shape(stages.forward(case.graph, inputs, case.settings))
                 gy = np.asarray(rng.standard_normal(shape))
                 found.append(("op", dict(cls=case.cls, settings=case.settings, inputs=inputs, gy=gy)))
         return found
     if exercise.name == "value":
-        values = [[v + rng.uniform(-0.1, 0.1) for v in start] for _, _, start, _ in engine_check.VALUE_PROBES]
+        values = [[v + rng.uniform(-0.1, 0.1) for v in start] for _, _, start, _ in value.PROBES]
         return [("value", dict(index=i, values=v, upstream=u)) for i, v in enumerate(values) for u in (None, 1.7)]
     if exercise.name == "topo":
-        return [("topo", dict(index=i)) for i in range(len(engine_check.TOPO_GRAPHS))]
+        return [("topo", dict(index=i)) for i in range(len(topo.GRAPHS))]
     if exercise.name == "unbroadcast":
-        shapes = engine_check.UNBROADCAST_SHAPES
+        shapes = unbroadcast.SHAPES
         return [("unbroadcast", dict(grad=rng.standard_normal(g), shape=s)) for g, s in shapes]
-    shape = adamw_check.SHAPE
+    shape = adamw.SHAPE
     return [
         ("adamw", dict(param=rng.standard_normal(shape), grad=g, m=rng.standard_normal(shape) * 0.1,
                        v=rng.random(shape) * 0.1, t=t, settings=settings))
-        for settings in adamw_check.CASES
+        for settings in adamw.CASES
         for t in (1, 2, 3)
         for g in (rng.standard_normal(shape), np.zeros(shape))
     ]  # fmt: skip
@@ -118,8 +119,8 @@ def answers(student, asked):
 
 def _valid_order(order, index):
     """Whether `order` (names) is a topological order of the probe's graph: each node once, after its parents."""
-    root = engine_check.TOPO_GRAPHS[index][1]()
-    nodes = {n.name: n for n in engine_check.reachable(root).values()}
+    root = topo.GRAPHS[index][1]()
+    nodes = {n.name: n for n in topo.reachable(root).values()}
     if not isinstance(order, list | tuple) or sorted(map(str, order)) != sorted(nodes) or order[-1] != root.name:
         return False
     position = {name: i for i, name in enumerate(order)}

@@ -65,7 +65,7 @@ def test_two_slips_are_not_named_as_one(tmp_path):
 def test_an_unfinished_stub_is_not_searched(tmp_path, monkeypatch):
     tried = []
     monkeypatch.setattr(search, "edits", lambda *a, **k: tried.append(a) or [])
-    stub = Path(__file__).resolve().parent.parent / "tensorlab" / "exercises" / "stubs" / "exp_log.py"
+    stub = Path(__file__).resolve().parent.parent / "tensorlab" / "exercises" / "catalog" / "exp_log" / "stub.py"
     code, report = check(tmp_path, stub.read_text())
     assert code == 1 and tried == [] and report.found == []
 

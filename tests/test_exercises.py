@@ -72,7 +72,7 @@ def check_planted(capsys, tmp_path, name, old, new, *more):
 def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
     assert set(REQUIRED) <= set(NAMES)
     for name in NAMES:
-        assert (PACKAGE / "stubs" / f"{name}.py").is_file()
+        assert (PACKAGE / "catalog" / name / "stub.py").is_file()
         assert (SOLUTIONS / f"{name}.py").is_file()
     assert not (PACKAGE / "solutions").exists()
 
@@ -90,7 +90,7 @@ def test_the_exercises_work_from_the_package_alone(tmp_path):
     for name in NAMES:
         assert f"  {name}  " in listed.stdout
     checked = subprocess.run(
-        [sys.executable, "-m", "tensorlab.exercises", "check", "mul", "tensorlab/exercises/stubs/mul.py"],
+        [sys.executable, "-m", "tensorlab.exercises", "check", "mul", "tensorlab/exercises/catalog/mul/stub.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -101,7 +101,7 @@ def test_the_exercises_work_from_the_package_alone(tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stub_fails_and_says_what_to_write(capsys, name):
-    code, out = run(capsys, "check", name, PACKAGE / "stubs" / f"{name}.py")
+    code, out = run(capsys, "check", name, PACKAGE / "catalog" / name / "stub.py")
     assert code == 1
     assert "is not written yet: it still raises NotImplementedError" in out  # so the given forward passed
     assert "replace the `raise NotImplementedError(...)` line" in out
@@ -354,12 +354,10 @@ def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits,
 
 
 def test_every_slip_message_reads_with_the_settings_of_its_cases():
-    from tensorlab.exercises.slips import SLIPS
-
     cases = [case for exercise in EXERCISES for case in exercise.cases]
-    assert set(SLIPS) <= {case.cls for case in cases}
+    assert sum(len(getattr(case, "slips", [])) for case in cases) > 100
     for case in cases:
-        for slip in SLIPS.get(case.cls, []):
+        for slip in getattr(case, "slips", []):
             assert "{" not in slip.says.format(**case.settings), slip.name
 
 
@@ -509,7 +507,7 @@ def test_the_solutions_are_not_in_the_built_wheel(tmp_path):
     assert built.returncode == 0, built.stderr[-2000:]
     [wheel] = tmp_path.glob("tensorlab-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/exercises/check.py" in names
+    assert "tensorlab/exercises/catalog/softmax/stub.py" in names and "tensorlab/exercises/check.py" in names
     assert not [n for n in names if "solutions" in n or n.startswith("teachers")], names
 
 
@@ -525,7 +523,7 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
     assert "*is not written yet*" in guide and "## For teachers" not in guide and "GUIDE.md" in readme
     for name in NAMES:
         assert f"`python -m tensorlab.exercises check {name} {name}.py`" in readme
-        assert (folder / f"{name}.py").read_text() == (PACKAGE / "stubs" / f"{name}.py").read_text()
+        assert (folder / f"{name}.py").read_text() == (PACKAGE / "catalog" / name / "stub.py").read_text()
         assert "NotImplementedError" in (folder / f"{name}.py").read_text()
     code, out = run(capsys, "assignment", folder)
     assert code == 2 and "not empty" in out
@@ -959,7 +957,7 @@ def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
 def test_stub_copies_the_stub_and_refuses_to_overwrite(capsys, tmp_path):
     dest = tmp_path / "mine.py"
     code, out = run(capsys, "stub", "softmax", dest)
-    assert code == 0 and dest.read_text() == (PACKAGE / "stubs" / "softmax.py").read_text()
+    assert code == 0 and dest.read_text() == (PACKAGE / "catalog" / "softmax" / "stub.py").read_text()
     assert f"python -m tensorlab.exercises check softmax {dest}" in out
     code, out = run(capsys, "stub", "softmax", dest)
     assert code == 2 and "not overwriting" in out

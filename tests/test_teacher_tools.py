@@ -57,7 +57,7 @@ def test_the_students_wheel_has_no_solutions_installs_alone_and_checks_a_solutio
     assert code == 0, err
     [wheel] = course.glob("tensorlab-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "tensorlab/exercises/stubs/softmax.py" in names and "tensorlab/ops/softmax.py" in names
+    assert "tensorlab/exercises/catalog/softmax/stub.py" in names and "tensorlab/ops/softmax.py" in names
     assert not [n for n in names if n.startswith(("teachers/", "tests/", "docs/")) or "solutions" in n], names
     classroom_tools = ("grade.py", "assignment.py", "gradescope.py", "mutate.py", "classroom.py")
     assert not [n for n in names if n.endswith(classroom_tools)], names  # the teachers' tools stay in the checkout

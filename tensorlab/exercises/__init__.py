@@ -8,23 +8,23 @@ The teachers' tools (a course folder, its wheel, a Gradescope zip, grading a cla
 checkout's teachers/classroom.py: `python -m teachers.classroom assignment | grade`, never installed.
 
 Layout:
-    catalog.py      the exercises: title, cases (class, settings, inputs, reference forward, stages graph)
-    check.py        a gradient exercise: the student's forward and backward on fresh inputs, against the
-                    analytic gradient at 1e-12, then explain
-    stages.py       each exercise's reference forward in tensorlab ops, its intermediates named
-    slips.py        the typical mistakes of each exercise, each reproduced and named in the student's words
+    catalog/NAME/   one folder per exercise: stub.py (what the student edits) and __init__.py (its cases,
+                    their reference graph in tensorlab ops, its slips and hints, as data)
+    check.py        the one checker: every case of an exercise on the student's file, the verdict here
+    gradient.py     a gradient case: the student's forward and backward on fresh inputs, against the
+                    analytic gradient at 1e-12, then explained
+    inputs.py       how gradient cases draw their inputs
+    stages.py       the reference forward and the gradient of every named stage, from the engine's autograd
+    slips.py        what a slip is: a mistake reproduced as the gradient it gives, named in the student's words
     edits.py        every one-change edit of a file (the mutation tool's wrong answers, the search's repairs)
     search.py       a slip nobody wrote down: the one edit of the student's file that makes it pass
     diagnose.py     the general slips: shape, sign, factor, transpose, zeros, swapped, NaN, some elements
-    engine_check.py the engine track (value, topo, unbroadcast): probes with known answers
-    adamw_check.py  the AdamW exercise: compare with tensorlab.optim.AdamW and name the slip
     student.py      the student's code in a process of its own: requests, the time limit, Ctrl-C; the line
                     that raised
     child.py        that process: runs the student's code, sends back plain data (never a verdict)
     watch.py        in that process: engine calls refused, the backward's locals kept
     report.py       what a check says at a hint level, and as JSON
-    runner.py       checking one file: the checker of its exercise, its report, its exit code
-    stubs/          what students edit
+    runner.py       checking one file: the checker, its report, its exit code
 The reference solutions are in the repository's teachers/solutions/, outside this package:
 nothing here needs them, and they are never installed.
 

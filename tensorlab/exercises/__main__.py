@@ -18,13 +18,12 @@ from pathlib import Path
 
 from tensorlab.command_line import exit_with
 from tensorlab.exercises import runner
-from tensorlab.exercises.catalog import BY_NAME, EXERCISES
+from tensorlab.exercises.catalog import BY_NAME, EXERCISES, stub
 from tensorlab.exercises.report import LEVELS, Report
 
 TIME_LIMIT = 5.0  # seconds per case: a backward that loops forever is stopped, and the case named
 
 PROG = "python -m tensorlab.exercises"
-STUBS = Path(__file__).resolve().parent / "stubs"
 
 
 def main(argv=None):
@@ -96,7 +95,7 @@ def _stub(exercise, dest):
     if dest.exists():
         print(f"{dest} already exists; not overwriting it. Give another DEST, or remove it first.", file=sys.stderr)
         return 2
-    shutil.copyfile(STUBS / f"{exercise.name}.py", dest)
+    shutil.copyfile(stub(exercise.name), dest)
     print(f"Wrote {dest}. Read its docstring, write the missing code, then run:")
     print(f"  {PROG} check {exercise.name} {dest}")
     return 0

@@ -1,46 +1,47 @@
-"""Checking a student's backward against the analytic gradient, then explaining what is wrong.
+"""The one checker: an exercise's cases run on the student's code, each judged here.
 
-A check run draws its inputs from one seed, printed in its first line (`--seed N` replays
-them): every case's random values and the gy it hands backward are fresh on each run, beside
-the edge cases the catalog builds in (zeros, scores near 1,000, repeated ids, size-1 axes), so
-gradients saved from an earlier run do not fit. For every case:
-1. forward on the case's inputs, compared with the reference forward (the forward is given;
-   an edited one is reported before any gradient is judged);
-2. backward on gy, called directly and watched (watch.py): an exception, None, a Tensor, a
-   wrong shape or dtype, a gy changed in place, a call into the engine or another autograd (or
-   into a copy of the engine's code), or forward run again and again (finite differences) is
-   explained here, in the student's terms;
-3. the gradients compared, element by element, with the analytic reference in float64 (the
-   engine's autograd through the exercise's reference graph, stages.py): an element is right
-   when |yours - reference| <= RTOL * (|reference| + the largest |reference| of the case).
-   A derived formula agrees to about 1e-15; central differences in float64 reach 1e-11 to
-   1e-9 on these ops, so they fail, and an answer that is right only to that accuracy is named
-   as finite differences (diagnose.py);
-4. for a wrong input: the exercise's own slips (slips.py, each reproduced and compared), the
-   general ones `diagnose` recognises, and the stage comparison (the student's variables
-   against the reference's stages: which step first goes wrong); then the comparison's table;
-5. the same backward with 2 * gy, for a wrong answer: one that does not double ignores gy;
-6. for a right answer, the op run once through the engine (Function.__call__, Tensor.backward),
-   which must give the same gradients.
-The backward's local variables are kept for the stage comparison. A case has a time limit (run_cases).
+An exercise (catalog/NAME/) is a title and a list of cases. A case names what it needs from the
+student's file (`target`, a class or a function, of `kind`) and, given the run's random numbers,
+makes its header and its run: run(student, results) -> the lines saying what is wrong, [] when
+it passes (`results` maps the headers judged so far to whether they passed). A gradient case
+(gradient.py) checks a backward against the analytic gradient; a Probe runs a small program whose
+right answer is known (the engine track, AdamW). One seed, printed in the first line (`--seed N`
+replays it), draws every case's numbers, so answers saved from an earlier run do not fit. A case
+has a time limit (student.run_cases).
 """
 
 import secrets
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from tensorlab.exercises import diagnose, slips, stages
-from tensorlab.exercises.student import NotWritten, StudentError, later, run_cases
-from tensorlab.exercises.watch import engine_use_line
-from tensorlab.gradcheck import InputReport
+from tensorlab.exercises.student import NotWritten, StudentError, run_cases
 
-INDENT = "    "
-RTOL = 1e-12  # see 3. above: ~1e-15 reached by formulas, 1e-11 at best by central differences
-MATCH = 1e-8  # a slip's or a stage's numbers match the student's within this (relative to the case's scale)
-BROADCAST_HINT = (
-    "Two arrays whose shapes do not line up: often a sum or mean without keepdims=True, whose result "
-    "lost the reduced axis and no longer fits beside the array it came from."
-)
+
+@dataclass
+class Exercise:
+    """One exercise: its name on the command line, a one-line title, its cases and the words of its verdict."""
+
+    name: str
+    title: str
+    cases: list
+    against: str = "your backward vs the analytic gradient (float64, to 1e-12 relative)"
+    agrees: str = "your backward agrees with the analytic gradient"
+    unit: str = "case"
+
+
+@dataclass
+class Probe:
+    """A case with a fixed title: run(student, results, rng) -> lines."""
+
+    title: str
+    target: str
+    kind: str
+    run: object
+    settings: dict = field(default_factory=dict)
+
+    def prepare(self, rng):
+        return self.title, lambda student, results: self.run(student, results, rng)
 
 
 def new_seed():
@@ -49,381 +50,52 @@ def new_seed():
 
 
 def check(exercise, student, out=print, time_limit=None, seed=None):
-    """Check every case of a gradient exercise against the student's file (a started student.Student); True when all
-    pass.
-
-    `seed` (default: a fresh one, printed) draws the cases' inputs and gy.
-    """
+    """Check every case of `exercise` on the student's file (a started student.Student); True when all pass."""
     seed = new_seed() if seed is None else seed
     student.load(time_limit)
-    for cls in dict.fromkeys(case.cls for case in exercise.cases):
-        student.call("find", name=cls, kind="class")
+    for target, kind in dict.fromkeys((case.target, case.kind) for case in exercise.cases):
+        student.call("find", name=target, kind=kind)
+    total, unit = len(exercise.cases), exercise.unit
     out(
-        f"Checking {student.path} against {len(exercise.cases)} cases drawn with seed {seed} (--seed {seed} draws them "
-        f"again): your backward vs the analytic gradient (float64, to {RTOL:g} relative)."
+        f"Checking {student.path} against {total} {unit}s drawn with seed {seed} (--seed {seed} draws them again): "
+        f"{exercise.against}."
     )
-    not_written, passed_cases = set(), []
+    not_written, results, passed = set(), {}, []
 
-    def run(number, case, inputs, gy):
-        if case.cls in not_written:
-            return [f"({case.cls} is not finished yet, see above)"]
+    def run(case, header, work):
+        if case.target in not_written:
+            return [f"({case.target} is not written yet, see above)"]
         try:
-            lines = _check_case(exercise, case, student, inputs, gy)
+            lines = work(student, results)
         except NotWritten as error:
-            not_written.add(case.cls)
+            not_written.add(case.target)
             lines = error.lines
         except StudentError as error:
             lines = error.lines
+        results[header] = not lines
         if not lines:
-            passed_cases.append(case)
+            passed.append(case)
         return lines
 
-    total = len(exercise.cases)
     runs = []
     for number, case in enumerate(exercise.cases, 1):
-        rng = np.random.default_rng([seed, number])
-        inputs = case.make(rng)
-        gy = np.asarray(rng.standard_normal(np.shape(case.reference(*inputs, **case.settings))))  # 0-d stays an array
-        runs.append(
-            (
-                f"case {number}/{total}  {case.describe(inputs)}",
-                lambda number=number, case=case, inputs=inputs, gy=gy: run(number, case, inputs, gy),
-            )
-        )
+        header, work = case.prepare(np.random.default_rng([seed, number]))
+        runs.append((f"{unit} {number}/{total}  {header}", lambda c=case, h=header, w=work: run(c, h, w)))
     failed = run_cases(runs, time_limit, out, student)
     if failed and not not_written:
-        for line in _settings_hint(exercise.cases, passed_cases):
+        for line in _settings_note(exercise.cases, passed):
             out(line)
     if failed:
         out(
-            f"FAILED: {failed} of {total} cases. Start with the first failed case above, and check again "
-            f"after each fix."
+            f"FAILED: {failed} of {total} {unit}s. Start with the first failed {unit} above, and check again after "
+            f"each fix."
         )
     else:
-        out(f"PASSED: your backward agrees with the analytic gradient in all {total} cases.")
+        out(f"PASSED: {exercise.agrees} in all {total} {unit}s.")
     return not failed
 
 
-def _check_case(exercise, case, student, inputs, gy):
-    """Lines explaining what is wrong in this case; [] when it passes."""
-    names = case.names
-    try:
-        y, grads, local_arrays = _student_op(case, student, inputs, gy)
-    except NotWritten:
-        raise
-    except StudentError as error:
-        hint = exercise.error_hint(error.lines, case) if exercise.error_hint else []
-        if hint:  # the exercise's own reading of the error replaces the general one
-            raise StudentError(*[line for line in error.lines if line != BROADCAST_HINT], *hint) from None
-        raise
-    reference = stages.reference(case.graph, names, inputs, case.settings, gy)
-    problems, fixes = _grad_problems(exercise, case, inputs, np.shape(y), grads)
-    if problems:
-        if fixes is not None and not student.quick:
-            problems += _try_fixes(case, inputs, grads, fixes, reference)
-        return problems
-
-    reports, scale = _compare(case, inputs, _as_tuple(grads), reference)
-    if all(r.passed for r in reports.values()):
-        return _through_engine(case, student, inputs, gy, reference)
-    if student.quick:
-        return ["wrong"]
-
-    context = diagnose.Context(
-        {n: x.shape for n, x in zip(names, inputs)},
-        np.shape(y),
-        reports,
-        atol=MATCH * scale,
-        rtol=MATCH,
-        scale=scale,
-        settings=case.settings,
-    )
-    ignores_gy = _ignores_gy(case, student, inputs, gy, grads)
-    lines = [diagnose.IGNORES_GY] if ignores_gy else []
-    wrong = [name for name, r in reports.items() if not r.passed]
-    yours = dict(zip(names, _as_tuple(grads)))
-    named = {}
-    if not ignores_gy:
-        for slip, explains in slips.recognise(case.cls, reference, yours, wrong, context.close):
-            lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
-            named.update(dict.fromkeys(explains, slip.name))
-    if exercise.probe and not ignores_gy:
-        probed = exercise.probe(lambda g: _student_op(case, student, inputs, g)[1], inputs)
-        lines += probed
-        named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
-    said = set()
-    for name in wrong:
-        steps, advice = _stage_lines(reference, local_arrays, name, context)
-        steps = [line for line in steps if line not in said]  # a shared stage is named once
-        said.update(steps)
-        lines += diagnose.explain(
-            name, reports[name], context, detailed=not ignores_gy and name not in named, steps=steps, advice=advice
-        )
-        if exercise.hint:
-            lines += exercise.hint(inputs, name, reports[name], context)
-    return lines + ["", "Compared with the analytic gradient:"] + [INDENT + line for line in _table(reports, scale)]
-
-
-def _compare(case, inputs, grads, reference):
-    """({name: InputReport}, scale) for the inputs that take a gradient: the student's gradient against the reference.
-
-    scale is the largest |reference| element of the case, so that a gradient that is zero up to
-    rounding (attention's gq where the weights are saturated) is not judged by its own rounding.
-    """
-    checked = [(name, g) for name, x, g in zip(case.names, inputs, grads) if x.dtype.kind == "f"]
-    scale = max(float(np.abs(reference.grad[name]).max(initial=0.0)) for name, _ in checked) or 1.0
-    reports = {
-        name: InputReport(repr(name), np.asarray(g, dtype=np.float64), reference.grad[name], RTOL * scale, RTOL)
-        for name, g in checked
-    }
-    return reports, scale
-
-
-def _table(reports, scale):
-    """The comparison's lines: the rule, then each input's verdict and its worst elements."""
-    lines = [
-        f"(float64; an element is wrong when |yours - reference| > {RTOL:g} * (|reference| + {scale:.3g}), "
-        f"{scale:.3g} being the largest reference gradient in this case)"
-    ]
-    for report in reports.values():
-        shape = tuple(report.analytic.shape)
-        if report.passed:
-            lines.append(f"input {report.name} of shape {shape}: ok (max abs difference {report.max_abs_error:.1e})")
-            continue
-        lines.append(
-            f"input {report.name} of shape {shape}: {int(report.wrong.sum())} of {report.wrong.size} elements "
-            f"are wrong; max abs difference {report.max_abs_error:.3g}"
-        )
-        lines.append(f"    {'element':<16}{'yours':>20}{'reference':>22}{'difference':>14}")
-        for index, a, r in report.worst:
-            lines.append(f"    {str(index):<16}{a:>20.8g}{r:>22.8g}{a - r:>14.3g}")
-    return lines
-
-
-def _through_engine(case, student, inputs, gy, reference):
-    """[] when the op, run through the engine once, gives the right gradients too; else lines saying why not."""
-    try:
-        grads = student.call("op", cls=case.cls, settings=case.settings, inputs=inputs, gy=gy, engine=True)["grads"]
-    except StudentError as error:  # the engine's complaint, said to the student
-        return [
-            f"Running your op through the engine failed: {error.lines[0]}",
-            "Your backward returned arrays of the right shapes when called directly, so check that it "
-            "does the same every time (no state kept between calls).",
-        ]
-    reports, _ = _compare(case, inputs, grads, reference)
-    wrong = [name for name, r in reports.items() if not r.passed]
-    if not wrong:
-        return []
-    return [
-        f"Called directly your backward is right, but run through the engine (a second forward and backward) "
-        f"it gives other gradients for {', '.join(repr(n) for n in wrong)}: it keeps or changes state between "
-        f"calls (a global, a class attribute, something forward saved and backward edits in place)."
-    ]
-
-
-def _stage_lines(reference, local_arrays, name, ctx):
-    """(steps, advice): which stage of the backward first goes wrong, from the student's variables.
-
-    steps: where the student's variables stop matching the reference's stages, when some
-    variable holds a stage (said whenever it can be, beside any other diagnosis); advice: how
-    to get that comparison (said only when nothing else names the slip).
-    """
-    right = []
-    for stage in reference.stages + [name]:
-        expected = reference.grad[stage]
-        holders = [var for var, value in local_arrays.items() if ctx.close(np.asarray(value), expected)]
-        if holders:
-            right.append((stage, holders[0]))
-            continue
-        candidate = _variable_for(stage, expected.shape, local_arrays) if stage != name else None
-        if not right and not candidate:
-            if local_arrays or not reference.stages:
-                return [], []  # nothing to localise: the first step is already off
-            return [], [
-                "Put each step of your backward in its own variable (gp, gs, ...): the checker then compares "
-                "them one by one with the reference's and says which step first goes wrong."
-            ]
-        done = ", ".join(f"g{s} (your `{var}`)" for s, var in right)
-        head = "Step by step against the reference: " + (f"{done} right; " if right else "")
-        if stage == name:
-            return [head + f"the slip is in the last step, from `{right[-1][1]}` to your gradient for '{name}'."], []
-        if candidate:
-            off = np.abs(np.asarray(local_arrays[candidate]) - expected) > ctx.atol + ctx.rtol * np.abs(expected)
-            off |= ~np.isfinite(np.asarray(local_arrays[candidate], dtype=np.float64))
-            return [
-                head + f"the first step that goes wrong is g{stage}, the gradient of {stage} (shape "
-                f"{expected.shape}): your `{candidate}` differs from it at {diagnose.listed(np.argwhere(off))}"
-                f"{diagnose.band(off)}."
-            ], []
-        return [
-            head + f"none of your variables matches the next step, g{stage} (the gradient of {stage}, shape "
-            f"{expected.shape}): the slip comes after `{right[-1][1]}`."
-        ], []
-    return [], []
-
-
-def _variable_for(stage, shape, local_arrays):
-    """The student's variable that most likely holds the gradient of `stage`: gS, gs, g_s, dS, ..."""
-    wanted = {f"g{stage}".lower(), f"g_{stage}".lower(), f"d{stage}".lower(), f"grad_{stage}".lower()}
-    for var, value in local_arrays.items():
-        if var.lower() in wanted and np.shape(value) == shape:
-            return var
-    return None
-
-
-def _student_op(case, student, inputs, gy):
-    """The student's forward (checked against the reference) and backward on gy, run in the student's process.
-
-    Returns (y, grads, the backward's local arrays).
-    """
-    name = case.cls
-    answer = student.call("op", cls=name, settings=case.settings, inputs=inputs, gy=gy)
-    y, expected = answer["y"], np.asarray(case.reference(*inputs, **case.settings))
-    if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9, atol=1e-12):
-        if case.forward_is_yours:
-            raise StudentError(
-                f"{name}.forward does not compute what the exercise asks: its output differs from "
-                f"the reference forward{_first_difference(y, expected)}. Fix forward first."
-            )
-        raise StudentError(
-            f"{name}.forward does not compute what the exercise asks: its output differs from the reference "
-            f"forward. The forward is given; take it back from a fresh stub "
-            f"(python -m tensorlab.exercises stub ...) and change only backward."
-        )
-    shapes = "; ".join([f"gy {gy.shape}"] + [f"{n} {x.shape}" for n, x in zip(case.names, inputs)])
-    try:
-        later(answer)
-    except NotWritten:
-        raise
-    except StudentError as error:
-        hint = [BROADCAST_HINT] if "could not be broadcast" in error.lines[0] else []
-        raise StudentError(*error.lines, f"Shapes here: {shapes}.", *hint) from None
-    used = engine_use_line(f"{name}.backward", answer["engine_calls"])
-    if used:
-        raise StudentError(used)
-    forwards = answer["forwards"]
-    if forwards > 1:
-        raise StudentError(
-            f"{name}.backward runs forward {forwards} times: evaluating the op again at nudged inputs is finite "
-            f"differences, an estimate of the gradient, not its formula. Derive the gradient and write it with "
-            f"NumPy on gy and what forward saved."
-        )
-    if answer["gy_changed"]:
-        raise StudentError(
-            f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
-            f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
-            f"new array instead, e.g. `gx = gy * ...`."
-        )
-    return y, answer["grads"], answer["locals"]
-
-
-def _first_difference(y, expected):
-    if not hasattr(y, "shape") or np.shape(y) != expected.shape:
-        return f" (shape {np.shape(y) if hasattr(y, 'shape') else type(y).__name__}, expected {expected.shape})"
-    k = np.unravel_index(np.argmax(np.abs(np.nan_to_num(y - expected, nan=np.inf))), expected.shape)
-    return f" (at {tuple(int(i) for i in k)}: yours {y[k]:.8g}, expected {expected[k]:.8g})"
-
-
-def _grad_problems(exercise, case, inputs, output_shape, grads):
-    """(lines, fixes) for what backward returned; fixes maps input index -> repair, or None if some slip has none."""
-    names, name = case.names, case.cls
-    if isinstance(grads, list):
-        return [
-            f"{name}.backward returned a list; return a tuple instead: `return "
-            + ", ".join(f"g{n}" for n in names)
-            + "`."
-        ], None
-    single = not isinstance(grads, tuple)
-    grads = (grads,) if single else grads
-    if len(grads) > len(inputs):
-        return [
-            f"{name}.backward returned {len(grads)} gradients, but forward takes {len(inputs)} inputs "
-            f"({', '.join(names)}): return one per input, in that order."
-        ], None
-    grads = grads + (None,) * (len(inputs) - len(grads))
-    shapes = [tuple(np.shape(g)) if hasattr(g, "shape") else None for g in grads]
-    wanted = [x.shape for x in inputs]
-    if len(inputs) > 1 and shapes != wanted and shapes == wanted[::-1]:
-        return [
-            f"{name}.backward returns its gradients in the wrong order: yours have the shapes of "
-            f"({', '.join(names[::-1])}). Return one gradient per input in the order of forward's arguments: "
-            f"`return {', '.join('g' + n for n in names)}`."
-        ], None
-    lines, fixes, fixable = [], {}, True
-    for i, (input_name, x, g) in enumerate(zip(names, inputs, grads)):
-        if x.dtype.kind != "f":
-            continue  # integer ids and targets take no gradient: whatever is returned is ignored
-        fix = None
-        if g is None:
-            problem = [
-                f"{name}.backward returned no gradient for '{input_name}'"
-                + (
-                    f": it returned one array, but forward takes {len(inputs)} inputs. Return one gradient per "
-                    f"input, in order: `return {', '.join('g' + n for n in names)}`."
-                    if single and len(inputs) > 1
-                    else " (None). Return its gradient."
-                )
-            ]
-        else:
-            problem = diagnose.type_problem(input_name, g, x.shape)
-            if problem is None and tuple(g.shape) != x.shape:
-                problem, fix = diagnose.shape_problem(input_name, g, x.shape, output_shape, exercise.shape_hint)
-            elif problem is None and g.dtype != x.dtype:
-                problem = diagnose.dtype_problem(input_name, g, x.dtype)
-        if problem:
-            lines += problem
-            fixes[i] = fix
-            fixable = fixable and fix is not None
-    return lines, (fixes if fixable else None)
-
-
-def _try_fixes(case, inputs, grads, fixes, reference):
-    """Say whether the repairs of the shapes (sum over the broadcast axes, undo a transpose) are all that is missing."""
-    fixed = list(_as_tuple(grads)) + [None] * (len(inputs) - len(_as_tuple(grads)))
-    try:
-        for i, fix in fixes.items():
-            fixed[i] = fix(np.asarray(fixed[i]))
-        right = all(
-            np.shape(g) == x.shape and r.passed
-            for g, x, r in zip(
-                [g for g, x in zip(fixed, inputs) if x.dtype.kind == "f"],
-                [x for x in inputs if x.dtype.kind == "f"],
-                _compare(case, inputs, fixed, reference)[0].values(),
-            )
-        )
-    except Exception:  # noqa: BLE001 (the repair is only a suggestion)
-        return []
-    if right:
-        return ["Changed that way, your gradient passes this case."]
-    return [
-        "That alone is not enough: after the change some values are still wrong. Fix the shape, then "
-        "check again to see what else is off."
-    ]
-
-
-def _ignores_gy(case, student, inputs, gy, grads):
-    """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
-    try:
-        _, doubled, _ = _student_op(case, student, inputs, 2 * gy)
-    except StudentError:
-        return False
-    pairs = [
-        (g, d)
-        for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
-        if x.dtype.kind == "f" and isinstance(g, np.ndarray) and isinstance(d, np.ndarray)
-    ]
-    return (
-        bool(pairs)
-        and all(g.shape == d.shape and np.allclose(g, d) for g, d in pairs)
-        and any(np.abs(g).max(initial=0) > 0 for g, _ in pairs)
-    )
-
-
-def _as_tuple(grads):
-    return grads if isinstance(grads, tuple) else (grads,)
-
-
-def _settings_hint(cases, passed):
+def _settings_note(cases, passed):
     """A note when the cases that pass and those that fail differ in one setting (an axis, keepdims)."""
     failed = [case for case in cases if case not in passed]
     if not passed or not failed:
@@ -433,7 +105,6 @@ def _settings_hint(cases, passed):
         bad = {repr(c.settings.get(key)) for c in failed}
         if good & bad:
             continue
-        fails = ", ".join(f"{key}={value}" for value in sorted(bad))
         if key == "keepdims" and bad == {"True"}:
             return [
                 "Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
@@ -441,6 +112,7 @@ def _settings_hint(cases, passed):
             ]
         return [
             f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
-            f"{fails}. Does it use self.{key} everywhere, rather than a fixed value?"
+            f"{', '.join(f'{key}={v}' for v in sorted(bad))}. Does it use self.{key} everywhere, rather than a fixed "
+            f"value?"
         ]
     return []

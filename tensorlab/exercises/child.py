@@ -95,7 +95,7 @@ def serve(replies_fd):
     replies = os.fdopen(replies_fd, "wb", closefd=False)
     requests = sys.stdin.buffer
     sys.stdin = io.StringIO("")  # the student's code reads nothing the checker sends
-    from tensorlab.exercises import engine_check, student, watch  # noqa: F401 (their import is no case's time)
+    from tensorlab.exercises import catalog, student, watch  # noqa: F401 (their import is no case's time)
     from tensorlab.tensor import Tensor  # noqa: F401
 
     watch._engine_code()  # the engine's fingerprints, once, before any case's time limit runs
@@ -238,9 +238,9 @@ def _op(cls, settings, inputs, gy, engine=False):
 def _value(index, values, upstream=None):
     """A value probe: the expression on the student's Values; its data, then the inputs' grads after backward()
     (or, with `upstream`, after the output's own _backward alone with out.grad = upstream)."""
-    from tensorlab.exercises.engine_check import VALUE_PROBES
+    from tensorlab.exercises.catalog.value import PROBES
 
-    title, expression, _, _ = VALUE_PROBES[index]
+    title, expression, _, _ = PROBES[index]
     value = _target("Value")
     xs = _call(f"Value(...) for the inputs of {title}", lambda: [value(v) for v in values])
     out = _call(f"building {title}", lambda: expression(*xs))
@@ -267,9 +267,9 @@ def _number(v):
 
 def _topo(index):
     """A topo probe: the student's order of the graph, each node by its name (None: not one of the graph's nodes)."""
-    from tensorlab.exercises.engine_check import TOPO_GRAPHS, reachable
+    from tensorlab.exercises.catalog.topo import GRAPHS, reachable
 
-    root = TOPO_GRAPHS[index][1]()
+    root = GRAPHS[index][1]()
     function = _target("topological_order")
     order, watched = _watched(function, lambda: _call("topological_order", lambda: function(root)))
     if not isinstance(order, (list, tuple)):

@@ -1,18 +1,16 @@
 """Checking one file: the student's code in a process of its own (student.Student), the verdict here.
 
-`check_file` runs the exercise's checker (check.py, engine_check.py or adamw_check.py) and says
-whether the file passed; `run` does the same into a report.Report and returns the exit code of
+`check_file` runs the checker (check.py) on the exercise's cases and says whether the file passed;
+`run` does the same into a report.Report and returns the exit code of
 `check`, for the command line, the teachers' `grade` and Gradescope's autograder alike.
 """
 
 import traceback
 from pathlib import Path
 
-from tensorlab.exercises import adamw_check, check, engine_check, search
+from tensorlab.exercises import check, search
 from tensorlab.exercises.report import Report, specific
 from tensorlab.exercises.student import Stopped, Student, StudentError
-
-RUNNERS = {"gradient": check, "adamw": adamw_check, "engine": engine_check}
 
 
 def run(exercise, path, time_limit, seed, report, source=None, echo=None):
@@ -52,13 +50,14 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
     """
     seed = check.new_seed() if seed is None else seed
     seen = Report(exercise, path, show=None)
-    checker = RUNNERS[exercise.kind].check
     with Student(path, source, echo) as student:
-        passed = checker(exercise, student, out=lambda line: (seen(line), out(line)), time_limit=time_limit, seed=seed)
+        passed = check.check(
+            exercise, student, out=lambda line: (seen(line), out(line)), time_limit=time_limit, seed=seed
+        )
     failed = [" ".join(case.lines) for case in seen.cases if not case.passed]
     if failed and not any("NotImplementedError" in text or specific([text]) == 2 for text in failed):
         try:
-            for line in search.found(exercise, path, student.source, seed, checker):
+            for line in search.found(exercise, path, student.source, seed):
                 out(line)
         except KeyboardInterrupt:  # the verdict stands; only the search is cut short
             out("(Ctrl-C: the search for the slip was stopped.)")

@@ -11,7 +11,9 @@ undoes, gets nothing from here: the cases' own diagnosis stands.
 import re
 from pathlib import Path
 
+from tensorlab.exercises.check import check
 from tensorlab.exercises.edits import edits
+from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import CHANGE, FOUND
 from tensorlab.exercises.student import Stopped, Student, StudentError, Wrong
 
@@ -50,7 +52,7 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
 ]
 
 
-def found(exercise, path, source, seed, checker):
+def found(exercise, path, source, seed):
     """The lines naming the slip (FOUND, CHANGE), or [] when no one edit makes the file pass in time."""
     try:
         tried = edits(source, students_part(exercise))
@@ -65,7 +67,7 @@ def found(exercise, path, source, seed, checker):
                     student.__exit__(None, None, None)
                 student = Student(path, text).__enter__()
                 student.quick = True
-            if all(_passes(exercise, student, text, each, checker) for each in (seed, seed + 1)):
+            if all(_passes(exercise, student, text, each) for each in (seed, seed + 1)):
                 return _lines(Path(path).name, line, what, source)
     finally:
         if student is not None:
@@ -75,14 +77,14 @@ def found(exercise, path, source, seed, checker):
 
 def students_part(exercise):
     """Which functions of a file are the student's to get wrong: all, but the stub's given forward and __init__."""
-    given = GIVEN if exercise.kind == "gradient" and not any(c.forward_is_yours for c in exercise.cases) else set()
+    given = GIVEN if all(isinstance(c, Case) and not c.forward_is_yours for c in exercise.cases) else set()
     return lambda function: function.name not in given
 
 
-def _passes(exercise, student, text, seed, checker):
+def _passes(exercise, student, text, seed):
     student.source = text
     try:
-        return checker(exercise, student, out=lambda line: None, time_limit=EACH, seed=seed)
+        return check(exercise, student, out=lambda line: None, time_limit=EACH, seed=seed)
     except (Wrong, StudentError, Stopped):
         return False
 

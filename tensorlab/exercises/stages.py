@@ -1,6 +1,6 @@
-"""The reference gradients, stage by stage, from the engine's own autograd.
+"""The reference forward and gradients, stage by stage, from the engine's own autograd.
 
-Each gradient exercise has a reference graph: its forward written with tensorlab ops, with the
+Each gradient case has a reference graph (in its exercise's folder): its forward written with tensorlab ops, with the
 intermediate values a derivation goes through given names (attention: the weights P, the scores
 S). Running the engine's backward through that graph with the student's gy gives the right
 gradient of every named intermediate as well as of every input: the stages of the backward, in
@@ -12,8 +12,19 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import tensorlab.functional as F
 from tensorlab.tensor import Tensor, backward_observers
+
+
+def _tensors(inputs):
+    return [
+        Tensor(np.array(x, dtype=np.float64) if x.dtype.kind == "f" else x, requires_grad=x.dtype.kind == "f")
+        for x in inputs
+    ]
+
+
+def forward(graph, inputs, settings):
+    """The graph's output on `inputs`, an array."""
+    return graph(*_tensors(inputs), **settings)[0].data
 
 
 def reference(graph, names, inputs, settings, gy):
@@ -23,10 +34,7 @@ def reference(graph, names, inputs, settings, gy):
     grad[name]: the right gradient of every input and named stage; stages: the stage names
     in the order backward reaches them.
     """
-    tensors = [
-        Tensor(np.array(x, dtype=np.float64) if x.dtype.kind == "f" else x, requires_grad=x.dtype.kind == "f")
-        for x in inputs
-    ]
+    tensors = _tensors(inputs)
     output, named = graph(*tensors, **settings)
     creators = {id(t.creator): (stage, t) for stage, t in named.items() if t.creator is not None}
     grads, reached = {}, []
@@ -54,72 +62,3 @@ def reference(graph, names, inputs, settings, gy):
         value={stage: t.data for stage, t in named.items()},
         y=output.data,
     )
-
-
-# ----- the reference graphs: forward in tensorlab ops, intermediates named ----------------------------------
-def mul(a, b):
-    return a * b, {}
-
-
-def hypot(a, b):
-    return F.sqrt(a * a + b * b), {}
-
-
-def matmul(a, b):
-    return a @ b, {}
-
-
-def exp(x):
-    return F.exp(x), {}
-
-
-def log(x):
-    return F.log(x), {}
-
-
-def sum_(x, axis=None, keepdims=False):
-    return F.sum(x, axis=axis, keepdims=keepdims), {}
-
-
-def mean(x, axis=None, keepdims=False):
-    return F.mean(x, axis=axis, keepdims=keepdims), {}
-
-
-def maximum(a, b):
-    return F.maximum(a, b), {}
-
-
-def clamp(x, low, high):
-    return F.clamp(x, low, high), {}
-
-
-def var(x, axis=None, keepdims=False, correction=1):
-    return F.var(x, axis=axis, keepdims=keepdims, correction=correction), {}
-
-
-def softmax(x, axis=-1):
-    return F.softmax(x, axis=axis), {}
-
-
-def log_softmax_nll(logits, targets):
-    log_p = F.log_softmax(logits, axis=-1)
-    picked = log_p[np.arange(len(targets.data)), targets.data]
-    return -F.mean(picked), {"log_p": log_p}
-
-
-def rms_norm(x, weight, eps=1e-5):
-    r = 1 / F.sqrt(F.mean(x * x, axis=-1, keepdims=True) + eps)
-    xhat = x * r
-    return xhat * weight, {"xhat": xhat, "r": r}
-
-
-def embedding(ids, weight):
-    return F.embedding(ids, weight), {}
-
-
-def causal_attention(q, k, v):
-    T, D = q.shape[-2:]
-    s = q @ k.swapaxes(-1, -2) * (1 / np.sqrt(D))
-    s = F.masked_fill(s, ~np.tril(np.ones((T, T), dtype=bool)), -np.inf)
-    p = F.softmax(s, axis=-1)
-    return p @ v, {"S": s, "P": p}

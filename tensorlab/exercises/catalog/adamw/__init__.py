@@ -1,4 +1,4 @@
-"""Checking a student's AdamW step against tensorlab.optim.AdamW, and naming the slip.
+"""adamw: one AdamW step in NumPy, checked against tensorlab.optim.AdamW, and the slip named.
 
 Not a gradient check, but the same kind of report. Each case runs three steps from m = v = 0,
 from a parameter and gradients drawn fresh on each run (a printed seed; --seed replays it),
@@ -9,10 +9,11 @@ which of param, m and v is off, by how much, and which known slip reproduces the
 numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
 """
 
+from functools import partial
+
 import numpy as np
 
-from tensorlab.exercises.check import new_seed
-from tensorlab.exercises.student import NotWritten, StudentError, run_cases
+from tensorlab.exercises.check import Exercise, Probe
 from tensorlab.exercises.watch import engine_use_line
 from tensorlab.optim import AdamW
 from tensorlab.tensor import Tensor
@@ -68,47 +69,7 @@ SLIPS = {
 }
 
 
-def check(exercise, student, out=print, time_limit=None, seed=None):
-    """Check the student's adamw_step (in a started student.Student) in every case; True when all pass.
-
-    `seed` (default: a fresh one, printed) draws the cases' parameters and gradients.
-    """
-    seed = new_seed() if seed is None else seed
-    student.load(time_limit)
-    student.call("find", name="adamw_step", kind="function")
-    out(
-        f"Checking {student.path} against {len(CASES)} cases of {STEPS} steps each, drawn with seed {seed} "
-        f"(--seed {seed} draws them again): your adamw_step vs tensorlab.optim.AdamW (float64)."
-    )
-    not_written = []
-
-    def run(number, settings):
-        if not_written:
-            return ["(adamw_step is not written yet, see above)"]
-        try:
-            return _check_case(student, settings, np.random.default_rng([seed, number]))
-        except NotWritten as error:
-            not_written.append(True)
-            return error.lines
-        except StudentError as error:
-            return error.lines
-
-    runs = [
-        (
-            f"case {number}/{len(CASES)}  param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
-            lambda number=number, settings=settings: run(number, settings),
-        )
-        for number, settings in enumerate(CASES, 1)
-    ]
-    failed = run_cases(runs, time_limit, out, student)
-    if failed:
-        out(f"FAILED: {failed} of {len(CASES)} cases. Fix the first step reported above, and check again.")
-    else:
-        out(f"PASSED: your adamw_step matches tensorlab.optim.AdamW in all {len(CASES)} cases.")
-    return not failed
-
-
-def _check_case(student, settings, rng):
+def _check_case(settings, student, results, rng):
     start = rng.standard_normal(SHAPE)
     grads = [rng.standard_normal(SHAPE) for _ in range(STEPS)]
     expected = _reference(start, grads, settings)
@@ -229,3 +190,20 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
 def _close(a, b):
     """Equal up to rounding; NaN and inf count as equal to themselves, so a slip can explain them."""
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-7, atol=1e-12, equal_nan=True))
+
+
+EXERCISE = Exercise(
+    "adamw",
+    "one AdamW step in NumPy: moments, bias correction, decoupled weight decay",
+    [
+        Probe(
+            f"param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
+            "adamw_step",
+            "function",
+            partial(_check_case, settings),
+        )
+        for settings in CASES
+    ],
+    against=f"{STEPS} steps of your adamw_step vs tensorlab.optim.AdamW (float64)",
+    agrees="your adamw_step matches tensorlab.optim.AdamW",
+)

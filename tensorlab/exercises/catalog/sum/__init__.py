@@ -1,0 +1,54 @@
+"""sum: y = x.sum(axis, keepdims): copy the gradient back along the summed axes.
+
+The reductions' shared cases (every axis/keepdims setting on a (3, 4, 5) input, plus a size-1 axis) and
+hints live here; mean and var use them.
+"""
+
+import tensorlab.functional as F
+from tensorlab.exercises.check import Exercise
+from tensorlab.exercises.gradient import Case
+from tensorlab.exercises.inputs import inputs, normal
+
+
+def graph(x, axis=None, keepdims=False):
+    return F.sum(x, axis=axis, keepdims=keepdims), {}
+
+
+REDUCTION_CASES = [
+    dict(axis=1),
+    dict(axis=(0, 2)),
+    dict(axis=None),
+    dict(axis=-1, keepdims=True),
+    dict(axis=1, keepdims=True),
+]
+REDUCTION_SHAPE_HINT = (
+    "The gradient of a reduction has the input's shape: put the reduced axes back as "
+    "size 1 with np.expand_dims(gy, self.axes) (unless keepdims kept them), then copy "
+    "along them with np.broadcast_to(..., self.x_shape).copy()."
+)
+
+
+def reduction_error_hint(lines, case):
+    """A reduction's backward that raised: gy without its reduced axes, or self.axis where self.axes belongs."""
+    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims"):
+        return [
+            "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
+            "first, np.expand_dims(gy, self.axes), then copy along them."
+        ]
+    if "NoneType" in lines[0] and case.settings.get("axis", 0) is None:
+        return [
+            "self.axis is None here (every axis reduced), which np.expand_dims cannot take: use self.axes, the "
+            "axes forward worked out (all of them for axis=None)."
+        ]
+    return []
+
+
+def reduction(name, op, graph, lesson, hint=None):
+    """The exercise for a reduction: every axis/keepdims setting on a (3, 4, 5) input, plus a size-1 axis."""
+    common = dict(graph=graph, shape_hint=REDUCTION_SHAPE_HINT, hint=hint, error_hint=reduction_error_hint)
+    cases = [Case(op, ("x",), inputs(normal(3, 4, 5)), settings=settings, **common) for settings in REDUCTION_CASES]
+    cases.append(Case(op, ("x",), inputs(normal(3, 1, 5)), settings=dict(axis=1), **common))
+    return Exercise(name, f"y = x.{name}(axis, keepdims): {lesson}", cases)
+
+
+EXERCISE = reduction("sum", "Sum", graph, "copy the gradient back along the summed axes")

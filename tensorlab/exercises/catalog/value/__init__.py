@@ -1,0 +1,192 @@
+"""value, engine 1/4: a scalar Value with + * tanh exp and backward (micrograd).
+
+Probed with small programs whose right answers need no backward: the same expression on plain
+floats gives the data, central differences the gradients. The typical mistakes are named: the
+local derivative of each op; a Value used twice, probed op by op (forgetting to accumulate, `=`
+where `+=` belongs, named in the op it slipped in); a node reached along two paths (visiting a
+node before its consumers).
+"""
+
+import math
+
+from tensorlab.exercises.check import Exercise, Probe
+from tensorlab.exercises.student import later
+
+
+class _Float:
+    """The same expression on plain floats, for the right value and finite differences."""
+
+    def __init__(self, data):
+        self.data = float(data)
+
+    def __add__(self, other):
+        return _Float(self.data + getattr(other, "data", other))
+
+    def __mul__(self, other):
+        return _Float(self.data * getattr(other, "data", other))
+
+    def tanh(self):
+        return _Float(math.tanh(self.data))
+
+    def exp(self):
+        return _Float(math.exp(self.data))
+
+    __radd__, __rmul__ = __add__, __mul__
+
+
+def _chain(a, n=1500):
+    for _ in range(n):
+        a = a * 1.0 + 0.0
+    return a.tanh()
+
+
+# (title, expression, input values, what a failure means when the probes before it passed)
+PROBES = [
+    ("a + b", lambda a, b: a + b, (2.0, -3.0), "the _backward of __add__"),
+    ("a * b", lambda a, b: a * b, (2.0, -3.0), "the _backward of __mul__"),
+    ("a.tanh()", lambda a: a.tanh(), (0.7,), "the _backward of tanh"),
+    ("a.exp()", lambda a: a.exp(), (0.5,), "the _backward of exp"),
+    ("2 * a + 1 (constants)", lambda a: 2 * a + 1, (0.3,), "mixing Values with numbers"),
+    # Each op's accumulation on its own: a slip (`=` for `+=`) in one _backward shows only where that op gives
+    # a Value its second contribution, so every op gets a probe that uses its input twice. A binary op's slip
+    # in the line for `self` alone survives a + a (the `other` line runs last and adds to what `self` set):
+    # it needs `self` to hold another consumer's gradient first, as in (a + b) * a.
+    ("a + a (a Value added to itself)", lambda a: a + a, (0.7,), "accumulate:__add__"),
+    ("a * a (a Value times itself)", lambda a: a * a, (0.7,), "accumulate:__mul__"),
+    ("a.tanh() + a (a used by tanh and by +)", lambda a: a.tanh() + a, (0.7,), "accumulate:tanh"),
+    ("a.exp() + a (a used by exp and by +)", lambda a: a.exp() + a, (0.7,), "accumulate:exp"),
+    ("(a + b) * a (a left of + and used again)", lambda a, b: (a + b) * a, (0.7, -0.4), "accumulate:__add__"),
+    ("(a * b) + a (a left of * and used again)", lambda a, b: (a * b) + a, (0.7, -0.4), "accumulate:__mul__"),
+    ("x = a * b; x + x (a computed Value used twice)", lambda a, b: _twice(a * b), (0.8, -1.2), "accumulate:__add__"),
+    ("a * a + a (a used three times)", lambda a: a * a + a, (1.5,), "accumulate"),
+    (
+        "x = a * b; (x + x.tanh()) * c (x reached along two paths)",
+        lambda a, b, c: _two_paths(a * b, c),
+        (0.8, -1.2, 0.5),
+        "order",
+    ),
+    ("a shared node: x = a * b; y = x.tanh(); (x * y + y.exp()) * x", lambda a, b: _shared(a, b), (0.6, 0.9), "order"),
+    ("a chain of 3000 ops", _chain, (0.4,), "deep"),
+]
+
+
+def _twice(x):
+    return x + x
+
+
+def _two_paths(x, c):
+    return (x + x.tanh()) * c
+
+
+def _shared(a, b):
+    x = a * b
+    y = x.tanh()
+    return (x * y + y.exp()) * x
+
+
+def _value_probe(index):
+    title, expression, start, meaning = PROBES[index]
+
+    def probe(student, results, rng):
+        values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
+        answer = student.call("value", index=index, values=values)
+        expected = expression(*[_Float(v) for v in values]).data
+        if not math.isclose(answer["data"], expected, rel_tol=1e-9, abs_tol=1e-12):
+            return [
+                f"{title} gives data {answer['shown']}, expected {expected:.8g}: the forward value "
+                f"is wrong (check the arithmetic each op puts in its output Value)."
+            ]
+        later(answer)
+        grads = answer["grads"]
+        wrong, too_large = [], []
+        for i, grad in enumerate(grads):
+            numeric = _numeric(expression, values, i)
+            if not math.isclose(grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
+                wrong.append(f"{'abc'[i]}.grad is {grad:.8g}, expected {numeric:.8g}")
+                too_large.append(abs(grad) > abs(numeric) * 1.01)
+        if not wrong and meaning.startswith("the _backward"):
+            wrong = _chain_rule(student, index, expression, values)
+        if not wrong:
+            return []
+        # a missing accumulation loses contributions; a node visited twice adds one too many
+        cause = "order" if meaning.startswith("accumulate") and all(too_large) else meaning
+        return ["; ".join(wrong) + "."] + _value_diagnosis(cause, grads, results)
+
+    return probe
+
+
+def _chain_rule(student, index, expression, values, upstream=1.7):
+    """[what is wrong] when the op's _backward, run alone with out.grad = upstream, does not scale by it.
+
+    backward() starts from grad 1, where a _backward that forgets to multiply by out.grad is still right.
+    """
+    answer = student.call("value", index=index, values=values, upstream=upstream)
+    later(answer)
+    return [
+        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {grad:.8g}, expected "
+        f"{upstream * _numeric(expression, values, i):.8g}"
+        for i, grad in enumerate(answer["grads"])
+        if not math.isclose(grad, upstream * _numeric(expression, values, i), rel_tol=1e-5, abs_tol=1e-7)
+    ]
+
+
+def _value_diagnosis(meaning, grads, results):
+    locals_right = all(results.get(title, False) for title, *_ in PROBES[:5])
+    ops_alone_right = all(results.get(title, False) for title, *_ in PROBES[:4])
+    if all(grad == 0 for grad in grads) and ops_alone_right:
+        return [
+            "No gradient reached the inputs, though each op alone works: backward ran a Value's _backward before "
+            "its consumers had given it any gradient, visiting a node before its consumers. Build a topological "
+            "order of the whole graph, then call _backward in that order reversed, from the root."
+        ]
+    if all(grad == 0 for grad in grads):
+        return [
+            "No gradient reached the inputs: does backward set its own grad to 1 and call the _backward of every "
+            "Value it depends on, and does each op set out._backward?"
+        ]
+    if meaning.startswith("accumulate") and locals_right:
+        _, _, op = meaning.partition(":")
+        # a probe that uses several ops names the ones whose own probes failed
+        ops = [op] if op else list(dict.fromkeys(m.partition(":")[2] for t, *_, m in _failed(results, "accumulate:")))
+        where = " and ".join(f"in {o}'s _backward" for o in ops) if ops else "in every _backward"
+        return [
+            f"Forgetting to accumulate {where}: a Value used more than once gets a gradient from each use, and "
+            f"they add up. There, write `self.grad += ...` (and `other.grad += ...`), not `self.grad = ...`."
+        ]
+    # every accumulation probe run so far passed (this one, and those after it, have not been judged yet)
+    accumulates = all(results.get(title, True) for title, *_, m in PROBES if m.startswith("accumulate"))
+    if meaning in ("order", "deep") and locals_right and accumulates:
+        return [
+            "Visiting a node before its consumers: a shared Value's _backward ran before every Value that uses "
+            "it had added into its grad (or ran twice). Build a topological order of the whole graph first, "
+            "each Value once, then call _backward in that order reversed."
+        ]
+    if meaning.startswith("the _backward"):
+        return [
+            f"The local derivative in {meaning} is wrong (or its result is not multiplied by out.grad, the "
+            f"gradient arriving from the output: the chain rule)."
+        ]
+    return []
+
+
+def _failed(results, meaning):
+    """The value probes run so far that failed and whose meaning starts with `meaning`."""
+    return [probe for probe in PROBES if probe[-1].startswith(meaning) and results.get(probe[0]) is False]
+
+
+def _numeric(expression, values, i, eps=1e-6):
+    def at(shift):
+        shifted = [v + shift if j == i else v for j, v in enumerate(values)]
+        return expression(*[_Float(v) for v in shifted]).data
+
+    return (at(eps) - at(-eps)) / (2 * eps)
+
+
+EXERCISE = Exercise(
+    "value",
+    "engine 1/4: a scalar Value with + * tanh exp and backward (micrograd)",
+    [Probe(title, "Value", "class", _value_probe(index)) for index, (title, *_) in enumerate(PROBES)],
+    against="your Value's data and gradients vs the same expression on floats and its central differences",
+    agrees="your Value gives the right data and gradients",
+    unit="probe",
+)

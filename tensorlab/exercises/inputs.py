@@ -1,0 +1,44 @@
+"""How gradient cases make their inputs: each maker is rng -> array, drawn fresh on every check run.
+
+Shapes are chosen so that a mistake shows: axis lengths differ from each other (a factor names
+one axis), non-square matrices (a transposed gradient has the wrong shape) beside square ones
+(where it does not), broadcasts along leading and size-1 axes, and ids that repeat.
+"""
+
+
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def positive(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape)
+
+
+def with_zeros(*shape):
+    """Normal values with exact zeros at a few places: a backward that divides by an input gives NaN there."""
+
+    def make(rng):
+        x = rng.standard_normal(shape)
+        x.reshape(-1)[:: max(1, x.size // 3)] = 0.0
+        return x
+
+    return make
+
+
+def near_1000(*shape):
+    """Logits near 1,000 (spread by a few units, so the softmax is not one-hot): exp overflows unless the max goes
+    first, in forward and in a backward that computes the softmax again."""
+    return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
+
+
+def inputs(*makers):
+    """One maker per forward argument, as a case's `make`: rng -> [arrays]."""
+    return lambda rng: [make(rng) for make in makers]
+
+
+# binary ops: equal shapes, a row broadcast over rows, both sides broadcast
+BROADCAST_PAIRS = [
+    (normal(3, 4), normal(3, 4)),
+    (normal(3, 4), normal(4)),
+    (normal(2, 1, 4), normal(3, 1)),
+]
