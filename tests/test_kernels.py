@@ -467,8 +467,8 @@ def test_a_linear_on_data_gives_its_weight_the_same_gradient_and_its_input_none(
 
 
 def test_every_plan_constant_is_set_by_its_environment_variable_and_a_bad_value_is_named(monkeypatch):
-    """bench/tune.py sweeps the plan's constants through TENSORLAB_<NAME>; a value that is not a positive number of
-    the constant's type is refused in one line naming the variable."""
+    """TENSORLAB_<NAME> sets a plan constant for a process; a value that is not a positive number of the constant's
+    type is refused in one line naming the variable."""
     chosen = dict(plan.CHOSEN)
     assert chosen == plan.in_use() and set(chosen) >= {"CACHE_BLOCK_BYTES", "ROW_PARTS", "BATCH_CUT_MAX_SHARE"}
     try:
@@ -486,3 +486,26 @@ def test_every_plan_constant_is_set_by_its_environment_variable_and_a_bad_value_
             monkeypatch.delenv(f"TENSORLAB_{name}", raising=False)
         importlib.reload(plan)
     assert plan.in_use() == chosen
+
+
+@pytest.mark.parametrize(
+    "caches, l2, l3",
+    [
+        # (level, type, size, shared_cpu_list) per indexN folder
+        ([(1, "Data", "32K", "0"), (1, "Instruction", "32K", "0"), (2, "Unified", "512K", "0"),
+          (3, "Unified", "32768K", "0-1")], 512 << 10, 16 << 20),
+        ([(2, "Unified", "2048K", "0,8"), (3, "Unified", "36M", "0-7,16-23")], 1 << 20, (36 << 20) // 16),
+        ([(2, "Unified", "1M", "0")], 1 << 20, "measured"),  # no L3: the size the plan was measured with
+        ([(2, "Unified", "a lot", "0")], "measured", "measured"),  # what the OS says cannot be read
+        ([], "measured", "measured"),  # no sysfs (macOS, Windows)
+    ],
+)  # fmt: skip
+def test_the_block_sizes_follow_each_cpus_share_of_the_caches_the_os_names(tmp_path, monkeypatch, caches, l2, l3):
+    for i, fields in enumerate(caches):
+        folder = tmp_path / f"index{i}"
+        folder.mkdir()
+        for name, value in zip(("level", "type", "size", "shared_cpu_list"), fields):
+            (folder / name).write_text(f"{value}\n")
+    monkeypatch.setattr(plan, "CACHES", tmp_path)
+    assert plan.cache_bytes(2, "measured") == l2
+    assert plan.cache_bytes(3, "measured") == l3

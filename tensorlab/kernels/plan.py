@@ -1,14 +1,18 @@
 """How the kernels cut their work: every block size, part count and threshold of tensorlab/kernels/, in one place.
 
-Each constant was chosen by measurements on one machine (a 2-core EPYC, 1 MiB of L2 and 32 MiB of L3, OpenBLAS's
-Haswell kernel; bench/RESULTS.md). Each can be set for a process by the environment variable TENSORLAB_<NAME>,
-read once at import (TENSORLAB_ROW_PARTS=4 python train.py ...): bench/tune.py sweeps them so on any machine and
-says how far each chosen value is from the best there. None of them depends on the thread count, so the bits of
-every result do not either (tensorlab/threads.py); a different value may change the last bits, as another BLAS
-kernel does.
+The two block sizes follow the CPU's caches, read from the OS (Linux; elsewhere the sizes of the machine they were
+measured on, a 2-core EPYC with 512 KiB of L2 per core and 32 MiB of L3 for both). The part counts and thresholds
+follow the products' shapes alone; bench/tune.py measures, setting by setting, how far each is from the best value
+on a machine, beside that machine's noise (bench/RESULTS.md). Each can be set for a process by the environment
+variable TENSORLAB_<NAME>, read once at import (TENSORLAB_ROW_PARTS=4 python train.py ...). None of them depends on
+the thread count, so the bits of every result do not either (tensorlab/threads.py); a different value may change
+the last bits, as another BLAS kernel does.
 """
 
 import os
+from pathlib import Path
+
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")  # Linux: one indexN folder per cache of the first CPU
 
 CHOSEN = {}  # name -> the value chosen here, before any TENSORLAB_<NAME>
 
@@ -29,10 +33,31 @@ def _setting(name, chosen):
     return value
 
 
+def cache_bytes(level, measured_on):
+    """Bytes of the CPU's cache of `level` (2, 3) for each logical CPU that shares it, from the OS; where the OS does
+    not say, the size `measured_on` the machine the plan was measured on had."""
+    for index in sorted(CACHES.glob("index*")):
+        try:
+            if int((index / "level").read_text()) != level or (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = (index / "size").read_text().strip()  # "512K"
+            digits = size.rstrip("KMG")
+            sharing = (index / "shared_cpu_list").read_text().strip()  # "0-1,8-9"
+            cpus = sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in sharing.split(","))
+            return (int(digits) << {"": 0, "K": 10, "M": 20, "G": 30}[size[len(digits) :]]) // max(cpus, 1)
+        except (OSError, ValueError, KeyError):
+            break
+    return measured_on
+
+
+L2_PER_CPU = cache_bytes(2, 1 << 19)
+L3_PER_CPU = cache_bytes(3, 1 << 24)
 # An op that makes many passes over a large array makes them all over one block of about this many bytes (of all
-# the arrays it touches) before the next (cache_blocks). Trades: smaller blocks stay in a smaller cache, but each
-# costs a call per pass and a thread hand-off. Best of 256 KiB to 64 MiB for GELU on the EPYC (16 vs 29 ms).
-CACHE_BLOCK_BYTES = _setting("CACHE_BLOCK_BYTES", 1 << 22)
+# the arrays it touches) before the next (cache_blocks): a quarter of a CPU's share of the L3, so that the block
+# stays there beside the other arrays. Trades: smaller blocks stay in a smaller cache, but each costs a call per
+# pass and a thread hand-off. On the EPYC (16 MiB of L3 per CPU) 4 MiB was the best of 256 KiB to 64 MiB for GELU
+# (16 vs 29 ms).
+CACHE_BLOCK_BYTES = _setting("CACHE_BLOCK_BYTES", L3_PER_CPU // 4)
 # A large product is cut into at most this many parts, a power of two whatever the thread count, so 2, 4, 8 or 16
 # threads get equal shares and the bits never depend on how many there are. Trades: more parts feed more threads,
 # but each part packs its own copy of the other matrix (an MLP's batch of 256 in 16 parts of 16 rows: +25%).
@@ -47,10 +72,10 @@ MIN_PART_WORK = _setting("MIN_PART_WORK", 1 << 27)
 # in cache across its three products, against the sum of the partial gradients. The bench configs (shares 0.03 to
 # 0.19): 1.5-4% less time; an MLP's and square backwards (shares 3.5 to 4) took 6-12% more.
 BATCH_CUT_MAX_SHARE = _setting("BATCH_CUT_MAX_SHARE", 0.5)
-# A product's part adds the bias to a block of about this many bytes of its output right after computing it, while
-# it is in the core's own cache (L2). Trades: smaller blocks stay in a smaller L2, but each is one more product
-# call. Linear.forward took 1-7% less time in the bench configs' steps than adding over the whole part.
-BIAS_BLOCK_BYTES = _setting("BIAS_BLOCK_BYTES", 1 << 20)
+# A product's part adds the bias to a block of its output right after computing it, while it is in the core's own
+# cache: a block of the size of a CPU's L2. Trades: smaller blocks stay in a smaller L2, but each is one more
+# product call. Linear.forward took 1-7% less time in the bench configs' steps than adding over the whole part.
+BIAS_BLOCK_BYTES = _setting("BIAS_BLOCK_BYTES", L2_PER_CPU)
 
 
 def in_use():
