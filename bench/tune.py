@@ -1,20 +1,24 @@
-"""How far each constant of tensorlab/kernels/plan.py is from the best value on this machine, setting by setting.
+"""How far each constant of tensorlab/kernels/plan.py is from the best value on this machine, setting by setting,
+beside how far apart two measurements of the same value fall: the noise that bounds what a sweep can show.
 
 For every setting this machine allows (1 and 2 threads; the L2 size OpenBLAS detects and half of it, through
 OPENBLAS_L2_SIZE; NumPy's AVX-512 loops and, where the CPU has them, its AVX2 loops instead, through
-NPY_DISABLE_CPU_FEATURES) and every constant of the plan, each candidate value (the chosen one times 1/4, 1/2, 2
-and 4) runs in a child process of its own, set through TENSORLAB_<NAME> with every other constant at its chosen
-value. A child times training steps of two workloads as training runs them (the thread pool and the kept memory
-on): the transformer of bench config seed_d256 and bench/engines.py's MLP 784-1024-1024-10 (batch 256). A value's
-cost is the mean over the workloads of its median step against the chosen value's; the candidates run in turn,
---repeats rounds, and each keeps its median round. Per setting and constant it prints the best value, the chosen
-one, and how much slower the chosen one is than the best (0.0% where the chosen is the best).
+NPY_DISABLE_CPU_FEATURES) one child process builds two workloads as training runs them (the thread pool and the
+kept memory on): the transformer of bench config seed_d256 and bench/engines.py's MLP 784-1024-1024-10 (batch
+256). For each constant it sets the candidates in turn in that running process (the kernels read plan.NAME at
+every call): the chosen value, the chosen value again, and the chosen one times 1/4, 1/2, 2 and 4, every other
+constant at its chosen value. --rounds rounds, the order rotated each round so that every value meets the same
+drift of the machine; in a round each value gets one untimed step and --steps timed steps of each workload, and
+keeps their median. A value's cost is the mean over the workloads of its median over the rounds against the chosen
+value's. Per setting and constant it prints the best value, the chosen one, how much slower the chosen one is
+than the best, and the noise: how far the chosen value's second measurement fell from its first. A distance
+within the noise is not a difference this machine showed.
 
-    python bench/tune.py                    # every setting, every constant: long; on a quiet machine
+    python bench/tune.py                    # every setting, every constant: about 5 minutes a setting
     python bench/tune.py --constants ROW_PARTS MIN_PART_ROWS --threads 2
     python bench/tune.py --quick            # tiny models, one setting, two values: proves the script runs
 
-The last line reads `worst distance from the best: D% (NAME, setting)`.
+The last line reads `worst distance from the best: D% (NAME, setting; noise N%)`.
 """
 
 import argparse
@@ -78,21 +82,18 @@ def _avx512_features():
 
 
 def run_child(env, args):
-    """{workload: median step seconds} from a fresh process under `env` (a setting plus TENSORLAB_<NAME>)."""
+    """{constant: {value label: cost}} from a fresh process under `env` (a setting)."""
     threads = env.pop("THREADS")
     full_env = {**os.environ, **env, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
-    for name in plan.CHOSEN:  # only the constant under test differs from the chosen plan
-        if f"TENSORLAB_{name}" not in env:
-            full_env.pop(f"TENSORLAB_{name}", None)
-    command = [sys.executable, __file__, "--child", threads, str(args.steps)] + ["--quick"] * args.quick
-    done = subprocess.run(command, env=full_env, capture_output=True, text=True, timeout=args.timeout)
+    command = [sys.executable, __file__, "--child", threads, str(args.steps), str(args.rounds), *args.constants]
+    done = subprocess.run(command + ["--quick"] * args.quick, env=full_env, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"tune.py: a child failed under {env}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def child(threads, steps, quick):
-    """Time `steps` training steps of each workload after two warm-up steps; print their medians as JSON."""
+def child(threads, steps, rounds, constants, quick):
+    """Print {constant: {value: cost, "again": the chosen value's second cost}} as JSON."""
     import time
 
     from bench.engines import _tensorlab_step
@@ -102,63 +103,64 @@ def child(threads, steps, quick):
 
     keep_freed_memory()
     use_threads(threads)
-    workloads = {
-        "transformer": model_step(*TINY) if quick else build_step("seed_d256"),
-        "mlp": _tensorlab_step("mlp", threads),
-    }
-    medians = {}
-    for name, step in workloads.items():
+    workloads = [model_step(*TINY) if quick else build_step("seed_d256"), _tensorlab_step("mlp", threads)]
+
+    def median_step(step):
+        step()  # untimed: the first step under a new value
         times = []
-        for i in range(steps + 2):
+        for _ in range(steps):
             start = time.perf_counter()
             step()
-            if i >= 2:
-                times.append(time.perf_counter() - start)
-        medians[name] = statistics.median(times)
-    print(json.dumps(medians))
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
 
-
-def tune(constant, setting_env, args):
-    """{value: cost}, the cost the mean over the workloads of the value's median step / the chosen value's."""
-    values = candidates(constant, args.quick)
-    rounds = {v: [] for v in values}
-    for _ in range(args.repeats):  # the values in turn, so that all of them see the same drift of the machine
-        for v in values:
-            env = {**setting_env} if v == plan.CHOSEN[constant] else {**setting_env, f"TENSORLAB_{constant}": str(v)}
-            rounds[v].append(run_child(env, args))
-    medians = {v: {w: statistics.median(r[w] for r in rs) for w in rs[0]} for v, rs in rounds.items()}
-    chosen = medians[plan.CHOSEN[constant]]
-    return {v: statistics.mean(m[w] / chosen[w] for w in m) for v, m in medians.items()}
+    costs = {}
+    for name in constants:
+        values = candidates(name, quick)
+        labels = [str(values[0]), "again", *map(str, values[1:])]
+        medians = {label: [[] for _ in workloads] for label in labels}
+        for r in range(rounds):
+            for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
+                setattr(plan, name, values[0] if label == "again" else type(values[0])(label))
+                for w, step in enumerate(workloads):
+                    medians[label][w].append(median_step(step))
+        setattr(plan, name, values[0])
+        chosen = [statistics.median(m) for m in medians[labels[0]]]
+        costs[name] = {
+            label: statistics.mean(statistics.median(m) / c for m, c in zip(medians[label], chosen)) for label in labels
+        }
+    print(json.dumps(costs))
 
 
 def main(argv=None):
     if argv is None and sys.argv[1:2] == ["--child"]:
-        return child(int(sys.argv[2]), int(sys.argv[3]), "--quick" in sys.argv)
+        threads, steps, rounds, *constants = [a for a in sys.argv[2:] if a != "--quick"]
+        return child(int(threads), int(steps), int(rounds), constants, "--quick" in sys.argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--constants", nargs="*", choices=list(plan.CHOSEN), default=list(plan.CHOSEN))
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 2], help="thread counts to try (default 1 2)")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per workload in each child")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds over the candidates; each keeps its median")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds a child may take")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per workload, value and round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds over the values, the order rotated each")
     parser.add_argument("--quick", action="store_true", help="tiny transformer, one setting, 2 values, 1 round")
     args = parser.parse_args(argv)
     if args.quick:
-        args.steps, args.repeats = min(args.steps, 2), 1
+        args.steps, args.rounds = min(args.steps, 2), 1
     overridden = [f"TENSORLAB_{n}" for n in plan.CHOSEN if f"TENSORLAB_{n}" in os.environ]
     if overridden:
         parser.error(f"unset {' '.join(overridden)} first: the chosen values are the baseline")
-    worst = (-1.0, "", "")
+    worst = (-1.0, "", "", 0.0)
     for label, env in settings(args.threads, args.quick):
         print(f"\n{label}")
-        print(f"  {'constant':22}{'best':>12}{'chosen':>12}{'chosen vs best':>16}   cost of each value (chosen = 1)")
-        for constant in args.constants:
-            costs = tune(constant, env, args)
+        print(f"  {'constant':22}{'best':>12}{'chosen':>12}{'chosen vs best':>16}{'noise':>8}   cost of each value")
+        for constant, costs in run_child(env, args).items():
+            chosen = str(plan.CHOSEN[constant])
+            noise = 100 * abs(costs.pop("again") - 1)
             best = min(costs, key=costs.get)
-            distance = 100 * (costs[plan.CHOSEN[constant]] / costs[best] - 1)
+            distance = 100 * (costs[chosen] / costs[best] - 1)
             each = "  ".join(f"{v}: {c:.3f}" for v, c in costs.items())
-            print(f"  {constant:22}{best!s:>12}{plan.CHOSEN[constant]!s:>12}{distance:>15.1f}%   {each}")
-            worst = max(worst, (distance, constant, label))
-    print(f"\nworst distance from the best: {worst[0]:.1f}% ({worst[1]}, {worst[2]})")
+            print(f"  {constant:22}{best:>12}{chosen:>12}{distance:>15.1f}%{noise:>7.1f}%   {each}")
+            worst = max(worst, (distance, constant, label, noise))
+    print(f"\nworst distance from the best: {worst[0]:.1f}% ({worst[1]}, {worst[2]}; noise {worst[3]:.1f}%)")
 
 
 if __name__ == "__main__":
