@@ -17,6 +17,9 @@ _PYTHON_NUMBER = {bool: np.dtype(bool), int: np.dtype(np.int64), float: DEFAULT_
 
 def result_type(*operands):
     """PyTorch's result dtype for an op of `operands`: Tensors, arrays or Python numbers (None is skipped)."""
+    first = getattr(operands[0], "dtype", None) if operands else None
+    if first is not None and all(hasattr(v, "dtype") and v.dtype == first for v in operands[1:]):
+        return first  # one dtype among tensors and arrays, whatever their ranks: that one (most ops of a step)
     best = {}  # rank (0: tensors with axes, 1: 0-d tensors, 2: Python numbers) -> the promoted dtype of that rank
     for v in operands:
         if v is None:
@@ -53,11 +56,11 @@ def promote(op_name, *operands, dtype=None):
 def cast(op_name, v, dtype):
     """v in `dtype`: a Tensor through astype, in the graph (its gradient comes back in its own dtype), an array
     by astype, a Python number as a 0-d host array (a Python int that the dtype cannot hold: OverflowError)."""
+    if v is None or (hasattr(v, "dtype") and v.dtype == dtype):  # not getattr(v, "dtype", None): np.dtype(None)
+        return v  # is float64, so a Python number would pass as one
     from tensorlab.ops.convert import AsType
     from tensorlab.tensor import Tensor
 
-    if v is None or (hasattr(v, "dtype") and v.dtype == dtype):  # not getattr(v, "dtype", None): np.dtype(None)
-        return v  # is float64, so a Python number would pass as one
     if isinstance(v, Tensor):
         return AsType(dtype)(v)
     if hasattr(v, "dtype"):
@@ -70,10 +73,11 @@ def cast(op_name, v, dtype):
 
 def check_same_dtype(op_name, *arrays):
     """TypeError unless the arrays share one dtype, other than bool: PyTorch's matrix products promote nothing."""
-    dtypes = [str(a.dtype) for a in arrays]
-    if len(set(dtypes)) > 1 or dtypes[0] == "bool":
+    first = arrays[0].dtype
+    if first.kind == "b" or any(a.dtype != first for a in arrays[1:]):
         raise TypeError(
-            f"{op_name}: operands of one dtype, not bool, expected (as PyTorch), got {' and '.join(dtypes)}; "
+            f"{op_name}: operands of one dtype, not bool, expected (as PyTorch), got "
+            f"{' and '.join(str(a.dtype) for a in arrays)}; "
             f"convert them first, e.g. a.astype(b.dtype)"
         )
 

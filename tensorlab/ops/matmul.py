@@ -19,7 +19,8 @@ class MatMul(Function):
                 f"matmul: shapes {a.shape} and {b.shape} do not fit: the last axis of the first ({a2.shape[-1]}) "
                 f"must equal the second-to-last axis of the second ({b2.shape[-2]})"
             )
-        broadcast_shape(f"matmul of {a.shape} and {b.shape}: batch axes", a2.shape[:-2], b2.shape[:-2])
+        if a2.shape[:-2] != b2.shape[:-2]:  # the batch axes (none, for two matrices) must broadcast
+            broadcast_shape(f"matmul of {a.shape} and {b.shape}: batch axes", a2.shape[:-2], b2.shape[:-2])
         self.a, self.b = a2, b2
         y = a2 @ b2
         self.y_shape = y.shape
