@@ -16,7 +16,7 @@ answers are compared with the solution's. A mutant whose answers differ anywhere
 rejected by the checker; one that gives the solution's answers everywhere is equivalent (listed,
 with the change that left the answers alone). For each exercise it prints the mutants, how
 many differ, how many the checker rejects, how many of those its diagnosis names (a slip, not
-only which elements are wrong or that the code raised), and the equivalent ones. Exit code 1
+only which elements are wrong or that the code raised), the equivalent ones and the unnamed ones. Exit code 1
 when a mutant that differs is accepted. --sample N checks N mutants per exercise (the test
 suite's run); without it, every mutant (minutes per exercise).
 """
@@ -184,7 +184,7 @@ def run(names, sample=None, seed=0, out=print):
             student.load()
             reference = answers(student, asked)
         tally = dict(mutants=len(found), checked=0, differ=0, rejected=0, named=0, equivalent=0)
-        equivalent = []
+        equivalent, unnamed = [], []
         for i in chosen:
             what, source = found[i]
             differs, rejected, named = judge(exercise, source, asked, reference, seed + i)
@@ -197,6 +197,8 @@ def run(names, sample=None, seed=0, out=print):
                 equivalent.append(f"{what}{' (rejected all the same)' if rejected else ''}")
             elif not rejected:
                 slipped.append(f"{name}: {what}")
+            elif not named:
+                unnamed.append(what)
         counts[name] = tally
         out(
             f"{name:<17} {tally['mutants']:>4} mutants, {tally['checked']:>4} checked: {tally['differ']:>4} differ, "
@@ -204,6 +206,8 @@ def run(names, sample=None, seed=0, out=print):
         )
         for line in equivalent:
             out(f"    equivalent (the solution's answers on every input tried): {line}")
+        for line in unnamed:
+            out(f"    rejected, the slip not named: {line}")
     for line in slipped:
         out(f"ACCEPTED, though its answers differ: {line}")
     return counts, slipped
