@@ -304,6 +304,14 @@ def machine(threads):
     return f"{cpu_and_blas()} | {threads} threads"
 
 
+def plan_line():
+    """The plan tensorlab's kernels cut their work by on this machine (tensorlab/kernels/plan.py), and its caches."""
+    from tensorlab.kernels import plan
+
+    values = ", ".join(f"{name} {value}" for name, value in plan.in_use().items())
+    return f"{values} (L2 {plan.L2_PER_CPU >> 10} KiB and L3 {plan.L3_PER_CPU >> 10} KiB per CPU)"
+
+
 def _current_rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -507,6 +515,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown config(s) {unknown}; choose from {list(configs)}")
     print(f"machine: {machine(args.threads)}")
+    print(f"kernel plan: {plan_line()}")
     print(
         f"device {args.device}, {args.threads} threads, {args.blocks} blocks of {args.block_steps} consecutive "
         f"steps per framework after {args.warmup} warm-up, alternating; ratio = median over block pairs "

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from teachers import classroom
-from tensorlab.exercises import EXERCISES, diagnose
+from tensorlab.exercises import BY_NAME, EXERCISES, diagnose
 from tensorlab.exercises.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +75,16 @@ def test_the_required_exercises_exist_each_with_a_stub_and_a_solution():
         assert (PACKAGE / "catalog" / name / "stub.py").is_file()
         assert (SOLUTIONS / f"{name}.py").is_file()
     assert not (PACKAGE / "solutions").exists()
+
+
+def test_every_exercise_is_one_folder_of_a_stub_and_its_data_and_every_folder_is_in_the_course():
+    """One exercise, one folder: a folder left out of ORDER, or an exercise named apart from its folder, fails."""
+    folders = {p.name for p in (PACKAGE / "catalog").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(NAMES) and len(NAMES) == len(set(NAMES))
+    for name in NAMES:
+        files = {p.name for p in (PACKAGE / "catalog" / name).iterdir() if p.suffix == ".py"}
+        assert files == {"stub.py", "__init__.py"}, (name, files)
+        assert BY_NAME[name].cases and all(case.prepare and case.target for case in BY_NAME[name].cases), name
 
 
 def test_the_exercises_work_from_the_package_alone(tmp_path):
