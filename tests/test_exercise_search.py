@@ -55,6 +55,22 @@ def test_a_left_out_term_is_found_from_the_names_the_file_reads(tmp_path):
     assert report.found[1] == f"{CHANGE}a term added: gy -> gy * self.y, in `return gy`."
 
 
+@pytest.mark.parametrize(
+    "name, right, wrong, kind",
+    [
+        # a factor lost whole: no name of the file gives (1 - b1) back; the engine's AdamW holds it
+        ("adamw", "(1 - b1) * grad", "grad", "a term left out"),
+        # an axis lost whole: the engine's broadcast_axes holds it
+        ("unbroadcast", "axis=tuple(range(leading)) + stretched", "axis=0", "an axis"),
+    ],
+)
+def test_a_term_or_an_axis_lost_whole_is_put_back_from_the_engines_formulas(tmp_path, name, right, wrong, kind):
+    source = ast.unparse(ast.parse((SOLUTIONS / f"{name}.py").read_text()))
+    assert source.count(right) == 1
+    _, report = check(tmp_path, source.replace(right, wrong), name=name)
+    assert report.found and kind in report.found[0], [case.lines for case in report.cases]
+
+
 def test_two_slips_are_not_named_as_one(tmp_path):
     both = DIVIDED.replace("return gy / self.x", "return gy * self.x")  # Log's backward wrong too
     assert both != DIVIDED

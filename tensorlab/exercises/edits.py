@@ -10,7 +10,10 @@ order, a condition negated, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
 that is not a name the file reads, an axis changed to one the file no longer holds, and a minus
-sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). So
+sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
+closes much of the second and third: expressions from elsewhere (the checker takes those of the
+engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading))
++ stretched`) put in as a factor, a term or an axis. So
 teachers/mutate.py makes wrong answers from a solution with it, and the checker (search.py)
 finds, for a wrong file, the one edit that makes it pass: its line and the change name the slip
 in the student's own code, whether anyone wrote that slip down or not.
@@ -25,14 +28,18 @@ REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max"}
 DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
 WRAPPERS = ("sqrt", "exp", "log")  # added around a value: the undoing of a dropped one
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.Gt: ">"}
+BUILTINS = {"np", "tuple", "range", "len", "sum", "abs", "min", "max"}  # what an ingredient may read beside the file
+LONGEST = 40  # characters of an ingredient: a term or an axis, not a whole formula
 SYMBOLS |= {ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in"}
 
 
-def edits(source, within=lambda function: True):
+def edits(source, within=lambda function: True, ingredients=()):
     """[(line, what changed, new source)]: one change each, inside the functions `within(function node)` accepts,
-    no two alike and none the same as `source`."""
+    no two alike and none the same as `source`; `ingredients` (unparsed expressions) join the terms and axes."""
     tree = ast.parse(source)
-    added, lines = _additions(tree), source.splitlines(keepends=True)
+    axes, reductions, terms = _additions(tree)
+    axes = sorted({*axes, *(i for i in ingredients if i.startswith("tuple("))})  # an axis is a number or a tuple
+    added, lines = (axes, reductions, terms, ingredients), source.splitlines(keepends=True)
     found, seen = [], {source}
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node, saved, operand, statement in list(_sites(tree, within)):
@@ -111,11 +118,15 @@ def _is_value(node):
 
 def _alternatives(node, saved, operand, added):
     """[(what, replacement node)] for one node."""
-    axes, reductions, terms = added
+    axes, reductions, terms, ingredients = added
     out = []
     if operand and not isinstance(node, ast.Constant):
         text = ast.unparse(node)
         out.append((f"a minus sign added to {text}", _minus(node)))
+        for term in ingredients if _is_value(node) else ():  # a factor or a summand lost whole
+            for op in (ast.Mult, ast.Add):
+                grown = ast.BinOp(node, op(), ast.parse(term, mode="eval").body)
+                out.append((f"a term put back: {text} -> {ast.unparse(grown)}", grown))
         for term in terms if _is_value(node) else ():
             if term != text:
                 for op in (ast.Mult, ast.Add, ast.Sub, ast.Div):
@@ -242,3 +253,22 @@ def _replace(parent, old, new):
             value[[i for i, v in enumerate(value) if v is old][0]] = new
             return
     raise ValueError("node not among parent's children")
+
+
+def ingredients(source, others):
+    """The operations and calls of the files `others` (their source texts) that read names `source` binds, and
+    nothing else but builtins, each once, unparsed: `(1 - b1)` for a file that binds b1. A term or an axis the
+    file lost whole can be among them; whether it belongs is the check's to say. `self` is left out: another
+    op's saved values are not this file's."""
+    tree = ast.parse(source)
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args + n.kwonlyargs}
+    found = set()
+    for text in others:
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.BinOp) or isinstance(node, ast.Call) and not node.keywords:
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                code = ast.unparse(node)
+                if names - BUILTINS and names <= (bound | BUILTINS) - {"self"} and len(code) <= LONGEST:
+                    found.add(code)
+    return sorted(found)

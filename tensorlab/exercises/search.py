@@ -1,21 +1,23 @@
 """Finding a slip nobody wrote down: the one-change edit of the student's file that makes it pass.
 
 When a file fails and no slip of the exercise's own explains it, `found(...)` tries the edits of
-edits.py on the student's functions, most likely first (at most MOST), each as a quick check
+edits.py on the student's functions (with the engine's formulas, tensorlab/ops/ and optim/, as
+ingredients: a term or an axis a file lost whole), most likely first (at most MOST), each as a quick check
 (Student.quick: pass or fail, no diagnosis) in one process of the student's, on the check's
 inputs and on a second draw. The first edit that passes both is the slip: its line and its kind
 are named, and at hints=fix the change itself. A file with two slips, or a slip no one edit
 undoes, gets nothing from here: the cases' own diagnosis stands.
 """
 
+import functools
 import re
 from pathlib import Path
 
 from tensorlab.exercises.check import check
-from tensorlab.exercises.edits import edits
+from tensorlab.exercises.edits import edits, ingredients
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import CHANGE, FOUND
-from tensorlab.exercises.student import Stopped, Student, StudentError, Wrong
+from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError, Wrong
 
 MOST = 1000  # edits tried at most, in the order of _rank (a count, not a time: the same on every machine)
 EACH = 2.0  # seconds of the student's code per edited file (an edit can make a loop endless)
@@ -23,6 +25,7 @@ GIVEN = {"forward", "__init__"}  # what a gradient exercise's stub gives: not th
 KINDS = [  # (words in an edit's description, what kind of slip it undoes), the first that fits
     ("a term dropped", "a term that does not belong there"),
     ("a term added", "a term left out"),
+    ("a term put back", "a term left out"),
     ("returned values", "the order of the returned values"),
     ("np.add.at", "repeated indices, which must add up"),
     ("minus sign", "a sign"),
@@ -55,7 +58,7 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
 def found(exercise, path, source, seed):
     """The lines naming the slip (FOUND, CHANGE), or [] when no one edit makes the file pass in time."""
     try:
-        tried = edits(source, students_part(exercise))
+        tried = edits(source, students_part(exercise), ingredients(source, _engine_sources()))
     except SyntaxError:
         return []
     tried.sort(key=lambda edit: _rank(edit[1]))
@@ -81,6 +84,12 @@ def students_part(exercise):
     return lambda function: function.name not in given
 
 
+@functools.cache
+def _engine_sources():
+    """The text of the engine's formulas (tensorlab/ops/, tensorlab/optim/): where a term a file lost may be found."""
+    return tuple(path.read_text() for folder in ("ops", "optim") for path in sorted((TENSORLAB / folder).glob("*.py")))
+
+
 def _passes(exercise, student, text, seed):
     student.source = text
     try:
@@ -90,10 +99,11 @@ def _passes(exercise, student, text, seed):
 
 
 def _rank(what):
-    """Swaps, flips and changed arguments first; whole functions and reductions added, then terms, last."""
+    """Swaps, flips and changed arguments first; whole functions and reductions added, then terms put back from the
+    engine's formulas; the file's own names as terms, last."""
     if what.startswith("a term added"):
         return 3
-    if "added to" in what or what.startswith(("a term dropped", "a statement dropped")):
+    if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
         return 2
     return 1 if "added around" in what or "dropped" in what else 0
 
