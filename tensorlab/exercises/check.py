@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tensorlab.exercises.gradient import RTOL
 from tensorlab.exercises.student import NotWritten, StudentError, run_cases
 
 
@@ -25,7 +26,7 @@ class Exercise:
     name: str
     title: str
     cases: list
-    against: str = "your backward vs the analytic gradient (float64, to 1e-12 relative)"
+    against: str = f"your backward vs the analytic gradient (float64, to {RTOL:g} relative)"
     agrees: str = "your backward agrees with the analytic gradient"
     unit: str = "case"
 
