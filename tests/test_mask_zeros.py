@@ -120,7 +120,7 @@ def test_the_reductions_differ_from_pytorch_only_where_it_gives_nan():
 
 
 def _relu_multiplies(self, gy):  # relu's backward as it was: gy * (x > 0), NaN for an inf gy at x <= 0
-    return gy * ~self.flat
+    return gy * self.passes
 
 
 def _maximum_multiplies(self, gy):  # maximum's as it was: the share times gy, and gy - ga for b (inf - inf)
