@@ -67,16 +67,15 @@ class Case:
     def prepare(self, rng):
         """(header, run): the inputs and gy drawn now; run(student, results) -> lines."""
         inputs = self.make(rng)
-        gy = np.asarray(rng.standard_normal(np.shape(stages.forward(self.graph, inputs, self.settings))))
+        reference = stages.reference(self.graph, self.names, inputs, self.settings, rng.standard_normal)
         shapes = ", ".join(f"{name} {tuple(x.shape)}" for name, x in zip(self.names, inputs))
         settings = "".join(f", {key}={value!r}" for key, value in self.settings.items())
-        return f"{self.cls}: {shapes}{settings}", lambda student, results: _check_case(self, student, inputs, gy)
+        return f"{self.cls}: {shapes}{settings}", lambda student, results: _check_case(self, student, inputs, reference)
 
 
-def _check_case(case, student, inputs, gy):
+def _check_case(case, student, inputs, reference):
     """Lines explaining what is wrong in this case; [] when it passes."""
-    names = case.names
-    reference = stages.reference(case.graph, names, inputs, case.settings, gy)
+    names, gy = case.names, reference.gy
     try:
         y, grads, local_arrays = _student_op(case, student, inputs, gy, reference.y)
     except NotWritten:

@@ -27,15 +27,17 @@ def forward(graph, inputs, settings):
     return graph(*_tensors(inputs), **settings)[0].data
 
 
-def reference(graph, names, inputs, settings, gy):
+def reference(graph, names, inputs, settings, draw_gy):
     """A namespace of everything a slip or a stage check needs, from one backward of `graph`.
 
-    x[name]: the input arrays; settings; gy; value[stage]: the forward's intermediates;
+    x[name]: the input arrays; settings; gy, the gradient handed backward (draw_gy(the output's shape));
+    value[stage]: the forward's intermediates;
     grad[name]: the right gradient of every input and named stage; stages: the stage names
     in the order backward reaches them.
     """
     tensors = _tensors(inputs)
     output, named = graph(*tensors, **settings)
+    gy = np.asarray(draw_gy(output.shape), dtype=np.float64)
     creators = {id(t.creator): (stage, t) for stage, t in named.items() if t.creator is not None}
     grads, reached = {}, []
 
@@ -47,7 +49,7 @@ def reference(graph, names, inputs, settings, gy):
 
     backward_observers.append(observe)
     try:
-        output.backward(np.array(gy, dtype=np.float64))
+        output.backward(gy)
     finally:
         backward_observers.remove(observe)
     for name, t in zip(names, tensors):
