@@ -124,7 +124,7 @@ def _alternatives(node, saved, operand, added):
         text = ast.unparse(node)
         out.append((f"a minus sign added to {text}", _minus(node)))
         for term in ingredients if _is_value(node) else ():  # a factor or a summand lost whole
-            for op in (ast.Mult, ast.Add):
+            for op in (ast.Mult, ast.Add, ast.Sub):
                 grown = ast.BinOp(node, op(), ast.parse(term, mode="eval").body)
                 out.append((f"a term put back: {text} -> {ast.unparse(grown)}", grown))
         for term in terms if _is_value(node) else ():

@@ -5,6 +5,7 @@ summed (the leading ones only, the size-1 ones only, all, the wrong ones), size-
 a mean where a sum belongs.
 """
 
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -22,7 +23,17 @@ SHAPES = [
     ((3,), ()),
     ((5, 1, 3), (1, 1, 3)),
     ((2, 3, 4), (3, 1)),
+    ((1, 4, 3), (1, 3)),  # grad's own size-1 axis in front: the stretched one is at leading + i, not i
 ]
+DRAWN = 3  # probes on shape pairs drawn on each run, beside SHAPES
+
+
+def draw_pair(rng):
+    """(grad's shape, shape) drawn at random: up to 4 axes of 1 to 4 elements, some added in front, some of the
+    rest stretched from 1 (grad's own axes are 1 a quarter of the time too)."""
+    grad_shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(0, 5)))
+    kept = grad_shape[len(grad_shape) - rng.integers(0, len(grad_shape) + 1) :]
+    return grad_shape, tuple(1 if rng.random() < 0.5 else n for n in kept)
 
 
 def _unbroadcast_probe(grad_shape, shape):
@@ -109,10 +120,25 @@ def _fit(array, shape):
         return None
 
 
+@dataclass
+class DrawnProbe:
+    """A probe on a pair of shapes drawn on each run (draw_pair)."""
+
+    target = "unbroadcast"
+    kind = "function"
+    settings = {}
+
+    def prepare(self, rng):
+        grad_shape, shape = draw_pair(rng)
+        probe = _unbroadcast_probe(grad_shape, shape)
+        return f"grad {grad_shape} -> shape {shape} (drawn)", lambda student, results: probe(student, results, rng)
+
+
 EXERCISE = Exercise(
     "unbroadcast",
     "engine 3/4: undo broadcasting, summing over the broadcast axes",
-    [Probe(f"grad {g} -> shape {s}", "unbroadcast", "function", _unbroadcast_probe(g, s)) for g, s in SHAPES],
+    [Probe(f"grad {g} -> shape {s}", "unbroadcast", "function", _unbroadcast_probe(g, s)) for g, s in SHAPES]
+    + [DrawnProbe() for _ in range(DRAWN)],
     against="your unbroadcast vs NumPy's sums over the broadcast axes",
     agrees="your unbroadcast gives the right sums",
     unit="probe",
