@@ -20,14 +20,18 @@ class BinaryOp(Function):
     of integers gives the default float), checks that they broadcast."""
 
     def __call__(self, a, b):
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or dtype.kind != "f" or getattr(b, "dtype", None) is not dtype:  # not two floats of one
+            a, b = self._promoted(a, b)  # dtype (most ops of a step: nothing to check, nothing to cast)
+        if a.shape != b.shape:
+            broadcast_shape(self.name or type(self).__name__.lower(), a.shape, b.shape)
+        return super().__call__(a, b)
+
+    def _promoted(self, a, b):
         name, dtype = self.name or type(self).__name__.lower(), result_type(a, b)
         if self.refuses_bool(_is_bool(a), _is_bool(b)):
             raise TypeError(f"{name}: not defined for these bool operands, as in PyTorch; convert them to int first")
-        a, b = promote(name, a, b, dtype=floating(dtype) if isinstance(self, Div) else dtype)
-        shapes = [getattr(v, "shape", ()) for v in (a, b)]
-        if shapes[0] != shapes[1]:
-            broadcast_shape(name, *shapes)
-        return super().__call__(a, b)
+        return promote(name, a, b, dtype=floating(dtype) if isinstance(self, Div) else dtype)
 
     def refuses_bool(self, a_is_bool, b_is_bool):
         """Whether PyTorch refuses the op for these operands (sub: any bool, pow: two bools)."""
