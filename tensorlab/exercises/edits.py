@@ -37,8 +37,7 @@ def edits(source, within=lambda function: True, ingredients=()):
     """[(line, what changed, new source)]: one change each, inside the functions `within(function node)` accepts,
     no two alike and none the same as `source`; `ingredients` (unparsed expressions) join the terms and axes."""
     tree = ast.parse(source)
-    axes, reductions, terms = _additions(tree)
-    axes = sorted({*axes, *(i for i in ingredients if i.startswith("tuple("))})  # an axis is a number or a tuple
+    axes, reductions, terms = _additions(tree, [i for i in ingredients if i.startswith("tuple(")])  # axes too
     added, lines = (axes, reductions, terms, ingredients), source.splitlines(keepends=True)
     found, seen = [], {source}
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
@@ -83,22 +82,35 @@ def _sites(tree, within):
 def _operands(node):
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
+    if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):  # f(gy, ...): a value passed
+        return node.args
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)):  # (leading + i for ...): a value made
+        return [node.elt]
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.BinOp):  # shape[leading + i]: an index
+        return [node.slice]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.Return)) and node.value is not None:
         return node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
     return []
 
 
-def _additions(tree):
-    """(axes, reductions, terms): the axis arguments the file uses with 0 and -1 (what an axis edit tries), the
-    reductions an operand can get (`.sum(...)` over each axis, with keepdims=True and without, and each reduction
-    call the file itself makes), and the names and attributes it reads (a term left out is one of them): unparsed."""
+def _additions(tree, more_axes):
+    """(axes, reductions, terms): the axis arguments the file uses, with 0, -1 and `more_axes` (what an axis edit
+    tries), the reductions an operand can get (`.sum(...)` over each axis, with keepdims=True and without, and
+    each reduction call the file itself makes), and the names and attributes it reads or saves on self (a term
+    left out is one of them): unparsed."""
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-    axes = sorted({ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1"})
+    axes = sorted(
+        {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes}
+    )
     reductions = [f".sum(axis={axis}{keep})" for axis in axes for keep in (", keepdims=True", "")] + [".sum()"]
     own = [n for n in calls if n.func.attr in REDUCTIONS and not (isinstance(n.func.value, ast.Name) and n.args)]
     reductions += ["." + ast.unparse(ast.Call(ast.Name(n.func.attr), n.args, n.keywords)) for n in own]
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    values = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)]
+    values = [  # what the file reads, and what it saves on self (a backward can read it)
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Name, ast.Attribute)) and (isinstance(n.ctx, ast.Load) or _is_self(n))
+    ]
     values = [n for n in values if id(n) not in called]
     terms = {ast.unparse(n) for n in values if not (isinstance(n, ast.Name) and n.id in ("np", "self", "math"))}
     terms = {t for t in terms if not t.startswith(("np.", "math.")) and not t.endswith(("shape", "axis", "axes"))}

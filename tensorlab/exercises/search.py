@@ -9,6 +9,7 @@ are named, and at hints=fix the change itself. A file with two slips, or a slip 
 undoes, gets nothing from here: the cases' own diagnosis stands.
 """
 
+import ast
 import functools
 import re
 from pathlib import Path
@@ -61,7 +62,8 @@ def found(exercise, path, source, seed):
         tried = edits(source, students_part(exercise), ingredients(source, _engine_sources()))
     except SyntaxError:
         return []
-    tried.sort(key=lambda edit: _rank(edit[1]))
+    unused = _unused(source)
+    tried.sort(key=lambda edit: _rank(edit[1], unused))
     student = None
     try:
         for line, what, text in tried[:MOST]:
@@ -98,14 +100,35 @@ def _passes(exercise, student, text, seed):
         return False
 
 
-def _rank(what):
-    """Swaps, flips and changed arguments first; whole functions and reductions added, then terms put back from the
-    engine's formulas; the file's own names as terms, last."""
+def _rank(what, unused):
+    """A value the file made (or was given) and never read, put back as a term, first (`unused`: see _unused); then
+    swaps, flips and changed arguments; whole functions and reductions added, then terms put back from the engine's
+    formulas; the file's other names as terms, last."""
     if what.startswith("a term added"):
-        return 3
+        return 0 if what.endswith(unused) else 3
     if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
         return 2
     return 1 if "added around" in what or "dropped" in what else 0
+
+
+def _unused(source):
+    """(' self.b', ' gy', ...): the values the file makes or is given and never reads (saved on self, assigned to a
+    name, an argument; their shape, ndim or dtype aside): most likely the term the file lost."""
+    tree = ast.parse(source)
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or _on_self(n)]
+    made = {ast.unparse(n) for n in values if isinstance(n.ctx, ast.Store)}
+    made |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg != "self"}  # gy, unread
+    read = {
+        ast.unparse(n)
+        for n in values
+        if isinstance(n.ctx, ast.Load) and getattr(parents[id(n)], "attr", None) not in ("shape", "ndim", "dtype")
+    }
+    return tuple(f" {name}" for name in sorted(made - read - {"_"}))
+
+
+def _on_self(node):
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _kind(what):
