@@ -84,6 +84,8 @@ def _operands(node):
         return [node.left, node.right]
     if isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):  # f(gy, ...): a value passed
         return node.args
+    if isinstance(node, ast.Call) and ast.unparse(node.func.value) not in ("np", "math", "self"):
+        return [node.func.value]  # g in g.mean(...): a value reduced, reshaped
     if isinstance(node, (ast.GeneratorExp, ast.ListComp)):  # (leading + i for ...): a value made
         return [node.elt]
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.BinOp):  # shape[leading + i]: an index

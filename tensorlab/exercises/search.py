@@ -62,8 +62,8 @@ def found(exercise, path, source, seed):
         tried = edits(source, students_part(exercise), ingredients(source, _engine_sources()))
     except SyntaxError:
         return []
-    unused = _unused(source)
-    tried.sort(key=lambda edit: _rank(edit[1], unused))
+    unused, lines = _unused(source), source.splitlines()
+    tried.sort(key=lambda edit: _rank(edit[1], unused, lines[edit[0] - 1]))
     student = None
     try:
         for line, what, text in tried[:MOST]:
@@ -100,12 +100,13 @@ def _passes(exercise, student, text, seed):
         return False
 
 
-def _rank(what, unused):
+def _rank(what, unused, line):
     """A value the file made (or was given) and never read, put back as a term, first (`unused`: see _unused); then
-    swaps, flips and changed arguments; whole functions and reductions added, then terms put back from the engine's
-    formulas; the file's other names as terms, last."""
+    swaps, flips, changed arguments and a term the edited line reads elsewhere; whole functions and reductions
+    added, terms put back from the engine's formulas; the file's other names as terms, last."""
     if what.startswith("a term added"):
-        return 0 if what.endswith(unused) else 3
+        term = what.rsplit(" ", 1)[1]
+        return 0 if what.endswith(unused) else 1 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 3
     if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
         return 2
     return 1 if "added around" in what or "dropped" in what else 0
