@@ -76,7 +76,7 @@ def requests(exercise, seed):
     if exercise.name == "topo":
         return [("topo", dict(index=i)) for i in range(len(topo.GRAPHS))]
     if exercise.name == "unbroadcast":
-        shapes = unbroadcast.SHAPES + [unbroadcast.draw_pair(rng) for _ in range(50)]
+        shapes = unbroadcast.SHAPES + unbroadcast.SMALL_PAIRS + unbroadcast.every_small_pair(4, (1, 2))  # 4 axes too
         return [("unbroadcast", dict(grad=rng.standard_normal(g), shape=s)) for g, s in shapes]
     shape = adamw.SHAPE
     return [

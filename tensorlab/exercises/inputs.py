@@ -36,9 +36,11 @@ def inputs(*makers):
     return lambda rng: [make(rng) for make in makers]
 
 
-# binary ops: equal shapes, a row broadcast over rows, both sides broadcast
+# binary ops: equal shapes, a row broadcast over rows, both sides broadcast, and a size-1 axis of the gradient's
+# in front of a stretched one (an unbroadcast that looks up the wrong axis of the gradient sums too little)
 BROADCAST_PAIRS = [
     (normal(3, 4), normal(3, 4)),
     (normal(3, 4), normal(4)),
     (normal(2, 1, 4), normal(3, 1)),
+    (normal(1, 2, 3), normal(1, 1)),
 ]

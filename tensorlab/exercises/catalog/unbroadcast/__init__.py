@@ -5,8 +5,7 @@ summed (the leading ones only, the size-1 ones only, all, the wrong ones), size-
 a mean where a sum belongs.
 """
 
-from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, product
 
 import numpy as np
 
@@ -25,15 +24,22 @@ SHAPES = [
     ((2, 3, 4), (3, 1)),
     ((1, 4, 3), (1, 3)),  # grad's own size-1 axis in front: the stretched one is at leading + i, not i
 ]
-DRAWN = 3  # probes on shape pairs drawn on each run, beside SHAPES
 
 
-def draw_pair(rng):
-    """(grad's shape, shape) drawn at random: up to 4 axes of 1 to 4 elements, some added in front, some of the
-    rest stretched from 1 (grad's own axes are 1 a quarter of the time too)."""
-    grad_shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(0, 5)))
-    kept = grad_shape[len(grad_shape) - rng.integers(0, len(grad_shape) + 1) :]
-    return grad_shape, tuple(1 if rng.random() < 0.5 else n for n in kept)
+def every_small_pair(most=3, sizes=(1, 2, 3)):
+    """Every (grad's shape, shape) that broadcasting relates, grad having up to `most` axes of `sizes` elements:
+    each of its axes added in front, kept, or (where it is longer than 1) stretched from 1."""
+    pairs = []
+    for ndim in range(most + 1):
+        for grad_shape in product(sizes, repeat=ndim):
+            for kept in range(ndim + 1):
+                for ones in product((False, True), repeat=kept):
+                    shape = tuple(1 if one else n for one, n in zip(ones, grad_shape[ndim - kept :]))
+                    pairs.append((grad_shape, shape))
+    return list(dict.fromkeys(pairs))
+
+
+SMALL_PAIRS = every_small_pair()
 
 
 def _unbroadcast_probe(grad_shape, shape):
@@ -120,25 +126,23 @@ def _fit(array, shape):
         return None
 
 
-@dataclass
-class DrawnProbe:
-    """A probe on a pair of shapes drawn on each run (draw_pair)."""
-
-    target = "unbroadcast"
-    kind = "function"
-    settings = {}
-
-    def prepare(self, rng):
-        grad_shape, shape = draw_pair(rng)
-        probe = _unbroadcast_probe(grad_shape, shape)
-        return f"grad {grad_shape} -> shape {shape} (drawn)", lambda student, results: probe(student, results, rng)
+def _every_small_pair(student, results, rng):
+    for grad_shape, shape in SMALL_PAIRS:  # the first that fails speaks for them all
+        lines = _unbroadcast_probe(grad_shape, shape)(student, results, rng)
+        if lines:
+            return lines
+    return []
 
 
 EXERCISE = Exercise(
     "unbroadcast",
     "engine 3/4: undo broadcasting, summing over the broadcast axes",
     [Probe(f"grad {g} -> shape {s}", "unbroadcast", "function", _unbroadcast_probe(g, s)) for g, s in SHAPES]
-    + [DrawnProbe() for _ in range(DRAWN)],
+    + [
+        Probe(
+            f"every pair of shapes up to 3 axes long ({len(SMALL_PAIRS)})", "unbroadcast", "function", _every_small_pair
+        )
+    ],
     against="your unbroadcast vs NumPy's sums over the broadcast axes",
     agrees="your unbroadcast gives the right sums",
     unit="probe",
