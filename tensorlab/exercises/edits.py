@@ -2,7 +2,7 @@
 
 `edits(source, within)` lists every file that differs from `source` by one change inside the
 functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *), a minus sign dropped or
-added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2), a comparison's tie flipped
+added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2, its sign), a comparison's tie flipped
 (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis dropped,
 added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log
 abs), a saved value swapped for another (self.a -> self.b), the returned values in another
@@ -182,8 +182,9 @@ def _alternatives(node, saved, operand, added):
             add_at = ast.Call(ast.parse("np.add.at", mode="eval").body, [target.value, target.slice, node.value], [])
             out.append(("a[i] = v -> np.add.at(a, i, v)", ast.Expr(add_at)))
     elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        changed = [node.value + 1, node.value - 1, node.value * 2] + ([node.value / 2] if node.value else [])
-        for new in dict.fromkeys(changed):
+        v = node.value
+        changed = [v + 1, v - 1, v * 2] + ([v / 2, -v] if v else [])
+        for new in dict.fromkeys(int(c) if float(c).is_integer() else c for c in changed):  # 0.5 * 2: an axis, 1
             out.append((f"the constant {node.value!r} -> {new!r}", ast.Constant(new)))
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in TIES:
         new = TIES[type(node.ops[0])]
