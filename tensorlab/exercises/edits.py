@@ -66,7 +66,7 @@ def _sites(tree, within):
     for top in tree.body:
         methods = [n for n in top.body if isinstance(n, ast.FunctionDef)] if isinstance(top, ast.ClassDef) else [top]
         saved = sorted(
-            {n.attr for n in ast.walk(top) if _is_self(n) and isinstance(n.ctx, ast.Store)}
+            {n.attr for n in ast.walk(top) if on_self(n) and isinstance(n.ctx, ast.Store)}
             if isinstance(top, ast.ClassDef)
             else set()
         )
@@ -111,7 +111,7 @@ def _additions(tree, more_axes):
     values = [  # what the file reads, and what it saves on self (a backward can read it)
         n
         for n in ast.walk(tree)
-        if isinstance(n, (ast.Name, ast.Attribute)) and (isinstance(n.ctx, ast.Load) or _is_self(n))
+        if isinstance(n, (ast.Name, ast.Attribute)) and (isinstance(n.ctx, ast.Load) or on_self(n))
     ]
     values = [n for n in values if id(n) not in called]
     terms = {ast.unparse(n) for n in values if not (isinstance(n, ast.Name) and n.id in ("np", "self", "math"))}
@@ -119,7 +119,8 @@ def _additions(tree, more_axes):
     return axes, list(dict.fromkeys(reductions)), sorted(terms)
 
 
-def _is_self(node):
+def on_self(node):
+    """Whether node is `self.something`."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
@@ -192,7 +193,7 @@ def _alternatives(node, saved, operand, added):
         out.append((what, ast.Compare(node.left, [new()], node.comparators)))
     elif isinstance(node, ast.Attribute) and node.attr == "T":
         out.append(("a transpose removed (.T)", node.value))
-    elif _is_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
+    elif on_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
         for other in saved:
             if other != node.attr:
                 out.append((f"self.{node.attr} -> self.{other}", ast.Attribute(node.value, other, ast.Load())))

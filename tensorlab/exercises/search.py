@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from tensorlab.exercises.check import check
-from tensorlab.exercises.edits import edits, ingredients
+from tensorlab.exercises.edits import edits, ingredients, on_self
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import CHANGE, FOUND
 from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError, Wrong
@@ -117,7 +117,7 @@ def _unused(source):
     name, an argument; their shape, ndim or dtype aside): most likely the term the file lost."""
     tree = ast.parse(source)
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or _on_self(n)]
+    values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or on_self(n)]
     made = {ast.unparse(n) for n in values if isinstance(n.ctx, ast.Store)}
     made |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg != "self"}  # gy, unread
     read = {
@@ -126,10 +126,6 @@ def _unused(source):
         if isinstance(n.ctx, ast.Load) and getattr(parents[id(n)], "attr", None) not in ("shape", "ndim", "dtype")
     }
     return tuple(f" {name}" for name in sorted(made - read - {"_"}))
-
-
-def _on_self(node):
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _kind(what):
