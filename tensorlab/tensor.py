@@ -230,7 +230,7 @@ class Tensor:
                     gx = _check_grad(fn, tensor, gx)
                 creator = tensor.creator
                 if creator is None or tensor.retains_grad:
-                    _accumulate_into_leaf(tensor, gx)
+                    _accumulate_into_leaf(tensor, gx, owned=creator is None and _held_nowhere_else(gx, output_grads))
                 if creator is not None:
                     slots = pending.get(creator)
                     if slots is None:
@@ -640,11 +640,20 @@ def _check_grad(fn, tensor, gx):
     return gx
 
 
-def _accumulate_into_leaf(tensor, gx):
+def _accumulate_into_leaf(tensor, gx, owned=False):
+    """tensor.grad += gx; a first gradient is kept as it is when `owned`, else copied (gx may be another's too)."""
     if tensor.grad is None:
-        tensor.grad = gx.copy()  # a copy: gx may be shared with another input's gradient
+        tensor.grad = gx if owned else gx.copy()
     else:
         tensor.grad += gx
+
+
+def _held_nowhere_else(gx, output_grads):
+    """Whether a backward's gx is an array of its own (not a view) and not an incoming gradient passed through: a
+    leaf then keeps it as its .grad without a copy, a pass over every parameter saved per step (PyTorch's
+    AccumulateGrad steals such a gradient too). No backward gives one fresh array to two inputs; the differential
+    fuzzer checks that no .grad shares memory with another (tests/fuzz_torch.py, "shared gradient")."""
+    return gx.base is None and all(g is not gx for g in output_grads)
 
 
 # Imported last: functional builds on the ops, and the ops build on Function above.

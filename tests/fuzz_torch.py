@@ -253,6 +253,7 @@ KINDS = {  # kind: what it means, in the report
     "requires_grad": "requires_grad differs",
     "backward error": "backward fails in tensorlab",
     "gradient": "a leaf's gradient differs",
+    "shared gradient": "a .grad shares memory with another's or the upstream's: changing one in place changes both",
 }
 
 
@@ -511,6 +512,9 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
         ours.backward(u)
     except Exception as error:
         return Difference("backward error", _failed_backward(error), len(program.steps) - 1, _describe(error))
+    shared = _shared_gradient(program, taken, u)
+    if shared:
+        return shared
     # Round-off flows back: the gradients at step k carry the rounding of every backward after it, so the scale
     # is the largest magnitude met from the end down to k (for an op that adds up terms, its inputs times the
     # gradient of its result), times the largest CONDITION met.
@@ -544,6 +548,22 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
         later.append((name, Case(*inputs[k], upstream=upstream)))
         x_grad = pairs[0][1].grad if pairs and pairs[0][1] is taken[k][0][1] else None
         upstream = x_grad.numpy() if x_grad is not None else upstream
+    return None
+
+
+def _shared_gradient(program, taken, u):
+    """A Difference at the first step one of whose tensors' .grad shares memory with an earlier one's or with the
+    upstream u (a leaf keeps a backward's own array as its .grad, tensor._held_nowhere_else), else None."""
+    seen, held = set(), [u]
+    for k, pairs in enumerate(taken):
+        for o, _ in pairs:
+            g = getattr(o, "grad", None)
+            if g is None or id(o) in seen:
+                continue
+            seen.add(id(o))
+            if any(np.shares_memory(g, h) for h in held):
+                return Difference("shared gradient", program.steps[k][0], k, f"{g.shape} {g.dtype}")
+            held.append(g)
     return None
 
 

@@ -10,6 +10,7 @@ exception let through) and the fuzzer must find it and shrink it to a one-op pro
 """
 
 import contextlib
+import importlib
 import io
 import re
 import warnings
@@ -151,6 +152,11 @@ PLANTS = {  # a mistake: (plant it, the ops to fuzz, the difference expected)
         lambda mp: mp.setattr(F, "unsqueeze", _unsqueeze_clipping_the_axis(F.unsqueeze)),
         ["unsqueeze"],
         "computes",
+    ),
+    "a leaf's gradient shared": (
+        lambda mp: mp.setattr(importlib.import_module("tensorlab.tensor"), "_held_nowhere_else", lambda *_: True),
+        ["add", "x + y", "y + x", "x.reshape"],
+        "shared gradient",
     ),
     "NumPy's exception let through": (
         lambda mp: mp.setattr(F, "squeeze", _squeeze_by_numpy),
