@@ -9,6 +9,8 @@ import os
 import secrets
 import sys
 
+import pytest
+
 from teachers import mutate
 from tensorlab.exercises import BY_NAME, EXERCISES, check
 from tensorlab.exercises.student import Student
@@ -65,6 +67,27 @@ def test_the_softmax_recomputed_without_the_max_differs_near_1000_and_is_rejecte
         student.load()
         reference = mutate.answers(student, asked)
     differs, rejected, _ = mutate.judge(exercise, SOFTMAX_WITHOUT_MAX, asked, reference, seed=1)
+    assert differs and rejected
+
+
+FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was added (docs/exercises.md)
+    ("ties", "line 11: the constant 1 -> 2"),  # no stretched axis of length 2
+    ("mul", "line 18: a term dropped: leading + i -> leading"),  # no size-1 axis in front of a stretched one
+    ("mul", "line 18: a term dropped: leading + i -> i"),
+    ("mul", "line 18: + -> -"),
+    ("function", "line 21: a term dropped: leading + i -> leading"),
+]
+
+
+@pytest.mark.parametrize("name, what", FOUND_BY_FULL_RUNS)
+def test_the_mutants_full_runs_found_passing_differ_and_are_rejected(name, what):
+    exercise = BY_NAME[name]
+    source = dict(mutate.mutants(name))[what]
+    asked = mutate.requests(exercise, seed=1)
+    with Student(f"{name}.py", (mutate.SOLUTIONS / f"{name}.py").read_text()) as student:
+        student.load()
+        reference = mutate.answers(student, asked)
+    differs, rejected, _ = mutate.judge(exercise, source, asked, reference, seed=1)
     assert differs and rejected
 
 
