@@ -4,7 +4,8 @@ The gate: GATE_PROGRAMS seeded programs must meet no difference that is not a ro
 docs/differences-from-pytorch.md (fuzz_torch.KNOWN names each row and the case it covers); a failure prints
 every other kind, shrunk to a snippet. The gate catches a planted wrong op, and the fuzzer itself is tested as
 an adversary would: a wrong op is planted (a wrong value, dtype, shape or gradient, a refusal dropped, NumPy's
-exception let through) and the fuzzer must find it and shrink it to a one-op program. A longer run is one command:
+exception let through, a leaf's .grad sharing another's memory) and the fuzzer must find it and shrink it to a
+one-op program. A longer run is one command:
 
     python tests/fuzz_torch.py --programs 100000 --seed 0
 """
