@@ -60,14 +60,19 @@ def test_a_sample_of_the_mutants_of_every_exercise_is_rejected_when_it_differs()
     assert not slipped, f"seed {seed}: {slipped}"
 
 
-def test_the_softmax_recomputed_without_the_max_differs_near_1000_and_is_rejected():
-    exercise = BY_NAME["softmax"]
+def judged(name, source):
+    """(differs, rejected) of `source` as a file for exercise `name`, against its solution, as mutate.run judges."""
+    exercise = BY_NAME[name]
     asked = mutate.requests(exercise, seed=1)
-    with Student("softmax.py", (mutate.SOLUTIONS / "softmax.py").read_text()) as student:
+    with Student(f"{name}.py", (mutate.SOLUTIONS / f"{name}.py").read_text()) as student:
         student.load()
         reference = mutate.answers(student, asked)
-    differs, rejected, _ = mutate.judge(exercise, SOFTMAX_WITHOUT_MAX, asked, reference, seed=1)
-    assert differs and rejected
+    differs, rejected, _ = mutate.judge(exercise, source, asked, reference, seed=1)
+    return differs, rejected
+
+
+def test_the_softmax_recomputed_without_the_max_differs_near_1000_and_is_rejected():
+    assert judged("softmax", SOFTMAX_WITHOUT_MAX) == (True, True)
 
 
 FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was added (docs/exercises.md)
@@ -81,14 +86,7 @@ FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was a
 
 @pytest.mark.parametrize("name, what", FOUND_BY_FULL_RUNS)
 def test_the_mutants_full_runs_found_passing_differ_and_are_rejected(name, what):
-    exercise = BY_NAME[name]
-    source = dict(mutate.mutants(name))[what]
-    asked = mutate.requests(exercise, seed=1)
-    with Student(f"{name}.py", (mutate.SOLUTIONS / f"{name}.py").read_text()) as student:
-        student.load()
-        reference = mutate.answers(student, asked)
-    differs, rejected, _ = mutate.judge(exercise, source, asked, reference, seed=1)
-    assert differs and rejected
+    assert judged(name, dict(mutate.mutants(name))[what]) == (True, True)
 
 
 def test_a_checker_that_accepts_a_mutant_that_differs_is_reported(monkeypatch):
