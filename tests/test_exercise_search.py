@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from tensorlab.exercises import BY_NAME, search
+from tensorlab.exercises.check import check as check_cases
 from tensorlab.exercises.edits import edits
 from tensorlab.exercises.report import CHANGE, FOUND, Report
 from tensorlab.exercises.runner import run
+from tensorlab.exercises.student import Student
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"
 EXP_LOG = ast.unparse(ast.parse((SOLUTIONS / "exp_log.py").read_text()))
@@ -119,7 +121,7 @@ def _program(text):
 
 
 def test_ctrl_c_during_the_search_keeps_the_verdict_and_says_so(tmp_path, monkeypatch):
-    def interrupted(*_):
+    def interrupted(*_, **__):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(search, "found", interrupted)
@@ -140,3 +142,26 @@ def test_ctrl_c_during_the_search_keeps_the_verdict_and_says_so(tmp_path, monkey
 )
 def test_a_slips_kind_is_read_from_the_edit_not_from_the_code_it_quotes(what, kind):
     assert search._kind(what) == kind
+
+
+def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_path):
+    """The search's quick checks try the cases the file failed first (check's `first`): the same cases, each drawn
+    from its own number, so each gives the verdict it gives in the full check."""
+    solution = (SOLUTIONS / "sum.py").read_text()
+    wrong = solution.replace("        if not self.keepdims:\n", "        if True:\n")  # fails where keepdims=True
+
+    def headers(source, first):
+        path = tmp_path / "my_sum.py"
+        path.write_text(source)
+        lines = []
+        with Student(path) as student:
+            check_cases(BY_NAME["sum"], student, out=lines.append, seed=11, first=first)
+        return [line for line in lines if line.startswith("case ")]
+
+    plain = headers(wrong, ())
+    failed = [n for n, line in enumerate(plain, 1) if line.endswith("FAILED")]
+    assert len(plain) == 6 and 0 < len(failed) < 6
+    first = failed[::-1]
+    in_order = [plain[n - 1] for n in first] + [line for n, line in enumerate(plain, 1) if n not in first]
+    assert headers(wrong, first) == in_order
+    assert headers(solution, first) == [line.replace(": FAILED", ": ok") for line in in_order]

@@ -54,10 +54,10 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
         passed = check.check(
             exercise, student, out=lambda line: (seen(line), out(line)), time_limit=time_limit, seed=seed
         )
-    failed = [" ".join(case.lines) for case in seen.cases if not case.passed]
-    if failed and not any("NotImplementedError" in text or specific([text]) == 2 for text in failed):
+    failed = {n: " ".join(case.lines) for n, case in enumerate(seen.cases, 1) if not case.passed}
+    if failed and not any("NotImplementedError" in text or specific([text]) == 2 for text in failed.values()):
         try:
-            for line in search.found(exercise, path, student.source, seed):
+            for line in search.found(exercise, path, student.source, seed, first=list(failed)):
                 out(line)
         except KeyboardInterrupt:  # the verdict stands; only the search is cut short
             out("(Ctrl-C: the search for the slip was stopped.)")

@@ -9,6 +9,8 @@ time limit of the case (`time_limit`): a case past it stops the child and raises
 """
 
 import contextlib
+import functools
+import linecache
 import os
 import pickle
 import selectors
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tensorlab.exercises import child
+from tensorlab.exercises import child, watch
 
 TENSORLAB = Path(__file__).resolve().parent.parent  # the tensorlab package folder
 BOOT = (
@@ -114,7 +116,7 @@ class Student:
         return self
 
     def __exit__(self, *exc):
-        self._stop()
+        self._stop(grace=0)  # its exit code says nothing now: no moment to end by itself
         self.replies.close()
         self._relay()
         if self.unshown and self.echo is not None:
@@ -138,9 +140,10 @@ class Student:
         try:
             if not self.ready:
                 self.deadline = time.monotonic() + STARTUP
+                child.send(self.process.stdin, pickle.dumps(watch.engine_code()))  # made once in this process
                 self._receive()  # the child is ready: its start does not count against the student's time
                 self.ready = True
-        except (TimeLimit, EOFError):
+        except (TimeLimit, EOFError, BrokenPipeError):
             raise StudentError(f"The process to run {name} in did not start (exit code {self._stop()}).") from None
         try:
             with self.time_limit(time_limit):
@@ -159,8 +162,7 @@ class Student:
         started = time.monotonic()
         self.deadline = None if self.budget is None else started + self.budget
         try:
-            self.process.stdin.write(child.HEADER.pack(len(message)) + message)
-            self.process.stdin.flush()
+            child.send(self.process.stdin, message)
             reply = self._receive()
         except (TimeLimit, KeyboardInterrupt):
             self._stop()
@@ -210,12 +212,13 @@ class Student:
                 left -= len(chunk)
         return b"".join(chunks)
 
-    def _stop(self):
-        """Stop the child (given a moment to end by itself) and everything it started; its exit code."""
+    def _stop(self, grace=0.5):
+        """Stop the child (given `grace` seconds to end by itself, so that its exit code is its own) and everything
+        it started; its exit code."""
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(0.5)
+            self.process.wait(grace)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, 9)
         return self.process.wait()
@@ -290,29 +293,36 @@ def describe_exception(error, path, what):
             f"Open {path}, replace the `raise NotImplementedError(...)` line with your code, and run the check again.",
         ]
     lines = [f"{what} raised {type(error).__name__}: {error}"]
-    path = Path(path).resolve()
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _same_file(f.filename, path)]
-    if frames:
-        frame = frames[-1]
-        lines.append(f"  at line {frame.lineno} of {path.name}, in {frame.name}:")
-        if frame.line:
-            lines.append(f"      {frame.line.strip()}")
+    found = _last_frame(error, path)
+    if found:
+        code, number = found
+        lines.append(f"  at line {number} of {Path(path).resolve().name}, in {code.co_name}:")
+        line = linecache.getline(code.co_filename, number).strip()
+        if line:
+            lines.append(f"      {line}")
     return lines
 
 
 def raising_function(error, path):
     """'Value.__add__': the function of the student's file that raised `error`, or None."""
-    path = Path(path).resolve()
-    tb, found = error.__traceback__, None
-    while tb is not None:
-        if _same_file(tb.tb_frame.f_code.co_filename, path):
-            found = tb.tb_frame.f_code.co_qualname
-        tb = tb.tb_next
+    found = _last_frame(error, path)
+    return found[0].co_qualname if found else None
+
+
+def _last_frame(error, path):
+    """(code, line number) of the last frame of `error`'s traceback in the file at `path`, or None."""
+    path, found = Path(path).resolve(), None
+    for frame, number in traceback.walk_tb(error.__traceback__):
+        if _resolved(frame.f_code.co_filename) == path:
+            found = frame.f_code, number
     return found
 
 
-def _same_file(filename, path):
+@functools.lru_cache(maxsize=64)
+def _resolved(filename):
+    """The file's resolved path (None if the system cannot say), once per name: a RecursionError's 1000 frames
+    name a few files."""
     try:
-        return Path(filename).resolve() == path
+        return Path(filename).resolve()
     except OSError:
-        return False
+        return None

@@ -31,6 +31,7 @@ NOT_ENGINE = ("exercises/", "__init__.py", "backend.py", "random.py", "threads.p
 AUTOGRAD = {"tensor.py": ("Tensor.backward", "Function.__call__", "topological_order")}  # of tensor.py, these count
 SMALLEST_COPY = 20  # bytes of bytecode: a smaller engine function (`self.axis = axis`) is no answer to copy
 _student_code = {}  # id -> code object compiled from a student's file (kept alive, so that ids stay unique)
+_engine = None  # engine_code's table, once made or received
 
 
 def _is_engine(where, name):
@@ -66,7 +67,7 @@ class Watch:
             elif where is None and id(code) in _student_code:
                 self.student_calls[id(code)] = self.student_calls.get(id(code), 0) + 1
             elif where is None:
-                original = _engine_code().get(fingerprint(code))
+                original = engine_code().get(fingerprint(code))
                 if original:
                     self.engine_calls.append(
                         f"tensorlab/{original}, a copy of it compiled under the name {Path(code.co_filename).name!r}"
@@ -110,9 +111,17 @@ def engine_use_line(name, calls):
     )
 
 
-@functools.cache
-def _engine_code():
-    """fingerprint -> 'ops/softmax.py: Softmax.backward' for every function compiled from the engine's files."""
+def engine_code(known=None):
+    """fingerprint -> 'ops/softmax.py: Softmax.backward' for every function compiled from the engine's files.
+
+    Made once per process (compiling the engine takes longer than starting Python), or `known`: the checker makes
+    it once and hands it to each student's process (student.py), whose copy of the engine is the same files.
+    """
+    global _engine
+    if known is not None:
+        _engine = known
+    if _engine is not None:
+        return _engine
     known = {}
     for path in sorted(TENSORLAB.rglob("*.py")):
         where = path.relative_to(TENSORLAB).as_posix()
@@ -121,6 +130,7 @@ def _engine_code():
                 continue
             if len(code.co_code) >= SMALLEST_COPY and code.co_name != "<module>":
                 known.setdefault(fingerprint(code), f"{where}: {code.co_qualname}")
+    _engine = known
     return known
 
 
