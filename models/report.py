@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 
-from models import plots
 from models.checkpoint import load_checkpoint
 from models.evaluate import device_of
 from models.prompts import run_prompts
@@ -104,6 +103,8 @@ def report_figures(attention_figures):
 
 def write_figures(run, final):
     """The run's figures under figures/; returns the (caption, path) of each attention figure."""
+    from models import plots  # matplotlib takes longer to import than a short command runs: only drawing pays it
+
     cfg, run_dir, tokenizer, model = run.cfg, run.files, run.tokenizer, run.model
     metrics, progress = run.metrics, run.progress
     figures = run_dir / "figures"

@@ -4,7 +4,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from models import checkpoint, plots
+from models import checkpoint
 from models import run_dir as run_dir_rules
 from models.report import sweep_table
 from models.run import Run, UsageError
@@ -41,6 +41,8 @@ def sweep(args, out, on_step):
             rows.append(sweep_row(name, run.trainer, final))
         table = sweep_table(rows)
         here.check_in_place()
+        from models import plots  # matplotlib, imported only to draw (as report.write_figures)
+
         plots.sweep_perplexity(curves, here.files / "sweep_perplexity.png")
         write_atomically(
             here.files / "sweep.md", f"# Sweep\n\n{table}\n![validation perplexity](sweep_perplexity.png)\n".encode()
