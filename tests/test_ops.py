@@ -973,6 +973,19 @@ def test_relu_gradient_at_exactly_zero_is_zero_like_torch(backend):
     check_against_torch(F.relu, torch.relu, [np.array([-1.0, 0.0, 0.0, 2.0])], device=backend.device, name="relu")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (3, 5), (2, 1, 6)])
+def test_relu_forward_has_the_bits_of_max_x_0_minus_zero_nan_and_infinities_included(dtype, shape):
+    """The forward takes the maximum against a row of zeros (a vector loop): the bits of max(x, 0) all the same."""
+    x = np.random.default_rng(3).standard_normal(shape) * 4
+    specials = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf] if np.dtype(dtype).kind == "f" else [0, -1, 1]
+    x.reshape(-1)[: len(specials)] = specials[: x.size]
+    x = x.astype(dtype)
+    y = F.relu(tensorlab.Tensor(x)).data
+    expected = np.maximum(x, dtype(0))
+    assert y.dtype == expected.dtype and y.shape == expected.shape and y.tobytes() == expected.tobytes()
+
+
 def test_max_three_way_tie_shares_the_gradient_like_torch_amax(backend):
     check_against_torch(
         lambda x: F.max(x, axis=-1),
