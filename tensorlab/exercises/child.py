@@ -278,17 +278,10 @@ def _topo(index):
     return {"engine_calls": watched.engine_calls, "order": [getattr(nodes.get(id(n)), "name", None) for n in order]}
 
 
-def _unbroadcast(grad, shape):
-    function = _target("unbroadcast")
-    got, watched = _watched(function, lambda: _call("unbroadcast", lambda: function(grad.copy(), shape)))
-    return {"engine_calls": watched.engine_calls, "got": got}
-
-
-def _adamw(param, grad, m, v, t, settings):
-    function = _target("adamw_step")
-    result, watched = _watched(
-        function, lambda: _call(f"adamw_step at step {t}", lambda: function(param, grad, m, v, t, **settings))
-    )
+def _function(name, args, settings=None, what=None):
+    """A function of the student's file called on `args` (and `settings` as keywords), watched."""
+    function = _target(name)
+    result, watched = _watched(function, lambda: _call(what or name, lambda: function(*args, **(settings or {}))))
     return {"engine_calls": watched.engine_calls, "result": result}
 
 
@@ -298,6 +291,5 @@ HANDLERS = {
     "op": _op,
     "value": _value,
     "topo": _topo,
-    "unbroadcast": _unbroadcast,
-    "adamw": _adamw,
+    "function": _function,
 }

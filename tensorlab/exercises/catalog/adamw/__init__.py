@@ -76,7 +76,13 @@ def _check_case(settings, student, results, rng):
     state = (start, np.zeros(SHAPE), np.zeros(SHAPE))
     for t, (grad, right) in enumerate(zip(grads, expected), 1):
         param, m, v = state
-        answer = student.call("adamw", param=param, grad=grad, m=m, v=v, t=t, settings=settings)
+        answer = student.call(
+            "function",
+            name="adamw_step",
+            args=(param, grad, m, v, t),
+            settings=settings,
+            what=f"adamw_step at step {t}",
+        )
         shortcut = engine_use_line("adamw_step", answer["engine_calls"])  # the answer must be the student's NumPy
         result = answer["result"]
         if shortcut:

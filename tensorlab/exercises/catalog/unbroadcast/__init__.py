@@ -45,11 +45,11 @@ SMALL_PAIRS = every_small_pair()
 def _unbroadcast_probe(grad_shape, shape):
     def probe(student, results, rng):
         grad = rng.standard_normal(grad_shape)
-        answer = student.call("unbroadcast", grad=grad, shape=shape)
+        answer = student.call("function", name="unbroadcast", args=(grad, shape))
         used = engine_use_line("unbroadcast", answer["engine_calls"])
         if used:
             return [used]
-        got = answer["got"]
+        got = answer["result"]
         if not isinstance(got, (np.ndarray, list, tuple, float, int)):
             return [f"unbroadcast returned a {type(got).__name__}; return a NumPy array of shape {tuple(shape)}."]
         expected = engine_unbroadcast(grad, shape)
