@@ -12,7 +12,9 @@ computed here from the arrays that process sends back; nothing it prints is read
 
 Around each check the files of the submissions folder, the gradebook's folder, the working
 folder and the teachers' folders (the engine package, teachers/, NumPy's package) are listed with their
-sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED.
+sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED. Every check runs the
+engine and NumPy, so once their files differ from what they were when grading began, no later row is checked: each
+reads NOT GRADED.
 The gradebook: PATH.csv, a row per student and exercise (student, exercise, status, diagnosis at
 the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exercise's status);
 PATH.md, both as Markdown tables.
@@ -31,7 +33,11 @@ from tensorlab.exercises.runner import run
 from tensorlab.exercises.student import TENSORLAB
 
 COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
-STATUSES = ("passed", "failed", "not handed in", "tampered")
+NOT_GRADED = (
+    "NOT GRADED: the engine's or NumPy's files changed during an earlier check (the row marked TAMPERED), and every "
+    "check runs them. Put them back (reinstall) and grade again."
+)
+STATUSES = ("passed", "failed", "not handed in", "tampered", "not graded")
 
 
 def grade(folder, out, hints, time_limit):
@@ -57,11 +63,15 @@ def grade(folder, out, hints, time_limit):
         if (student / f"{name}.py").is_file()
     }
     watched = teachers_folders(folder, out)
-    rows = [
-        row(student, name, handed_in.get((student.name, name)), hints, time_limit, watched)
-        for student in students
-        for name in names
-    ]
+    run_by_every_check = [TENSORLAB, Path(np.__file__).parent]
+    trusted = snapshot(run_by_every_check)
+    rows = []
+    for student in students:
+        for name in names:
+            if snapshot(run_by_every_check) != trusted:  # changed by an earlier check: it could fix every verdict
+                rows.append(_row(student, name, "not graded", NOT_GRADED))
+                continue
+            rows.append(row(student, name, handed_in.get((student.name, name)), hints, time_limit, watched))
     table = grid(rows, names)
     paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,12 +84,12 @@ def grade(folder, out, hints, time_limit):
 
 
 def summary(rows):
-    """'3 of 5 files handed in passed; 4 not handed in; 0 tampered'."""
+    """'3 of 5 files handed in passed; 4 not handed in; 0 tampered' (and '; 2 not graded', if any)."""
     count = {status: sum(r["status"] == status for r in rows) for status in STATUSES}
     handed_in = len(rows) - count["not handed in"]
     return (
         f"{count['passed']} of {handed_in} files handed in passed; {count['not handed in']} not handed in; "
-        f"{count['tampered']} tampered"
+        f"{count['tampered']} tampered" + (f"; {count['not graded']} not graded" if count["not graded"] else "")
     )
 
 

@@ -11,13 +11,16 @@ import contextlib
 import csv
 import io
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from teachers import classroom
+from teachers import classroom, grade
+from tensorlab.exercises import student as student_module
 from tensorlab.exercises.__main__ import main
+from tensorlab.exercises.student import TENSORLAB
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "teachers" / "solutions"
@@ -122,6 +125,28 @@ def test_what_the_students_code_writes_into_home_stays_in_a_home_of_its_own(tmp_
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
     assert rows["amy", "exp_log"]["status"] == "passed", rows  # harmless there: its own HOME, gone after the check
     assert sorted(home.iterdir()) == []
+
+
+def test_after_a_file_that_changes_the_engine_no_row_is_graded(tmp_path, teacher, monkeypatch):
+    """Every check's process runs the engine (and NumPy): once a check changed them, no later verdict can be trusted."""
+    engine = tmp_path / "installed" / "tensorlab"
+    shutil.copytree(TENSORLAB, engine)  # the engine the checks run here: the test changes this copy, not the checkout
+    monkeypatch.setattr(student_module, "TENSORLAB", engine)
+    monkeypatch.setattr(grade, "TENSORLAB", engine)
+    submissions, right = tmp_path / "submissions", solution("exp_log")
+    hand_in(submissions, "amy", "exp_log", right)
+    hand_in(submissions, "bea", "exp_log", f"open({str(engine / 'tensor.py')!r}, 'a').write('# changed\\n')\n{right}")
+    hand_in(submissions, "cid", "exp_log", right)
+    hand_in(submissions, "dan", "exp_log", right.replace("return gy * self.y", "return gy / self.y"))
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    assert (engine / "tensor.py").read_text().endswith("# changed\n")
+    assert [rows[s, "exp_log"]["status"] for s in ("amy", "bea", "cid", "dan")] == [
+        "passed",
+        "tampered",
+        "not graded",
+        "not graded",
+    ]
+    assert rows["dan", "exp_log"]["diagnosis"] == grade.NOT_GRADED
 
 
 def test_a_file_that_prints_a_passing_record_and_exits_fails(tmp_path, teacher):
