@@ -941,6 +941,9 @@ SUMS |= {name for name in OPS if name.startswith("nn.")}
 # equal values, or of one) is PyTorch's rounding of the mean times 1/sqrt(eps) (-2e-5 where tensorlab gives 0).
 NORMS = ("layer_norm", "rms_norm", "nn.LayerNorm", "nn.RMSNorm", "nn.TransformerBlock")
 CONDITION = {name: lambda args: 1 / math.sqrt(args.get("eps", 1e-5)) for name in NORMS}
+# A sum of squares rounds at the square of its inputs' magnitude: the variance of three equal 1e30 is 0 in tensorlab
+# and 3e28 in PyTorch (its mean rounded by one ulp of 1e30, squared), both within n (eps |x|)^2 of the truth.
+SQUARES = {"var", "x.var"}
 
 # The names each side's code sees besides x and the generator's.
 TL_NAMES = {"F": F, "nn": nn, "np": np, "tl": tl, **HELPERS}

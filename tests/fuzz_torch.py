@@ -47,6 +47,7 @@ from fuzz_programs import (  # noqa: E402
     HELPERS,
     OPS,
     SAME,
+    SQUARES,
     SUMS,
     TL_NAMES,
     TORCH_NAMES,
@@ -183,6 +184,11 @@ def _quotient_below_normal(c):  # PyTorch's std backward: gy / (2 std) in x's dt
     return c.x.dtype.kind == "f" and bool(np.any((quotient > 0) & (quotient < np.finfo(c.x.dtype).tiny)))
 
 
+def _subnormal_sigmoid(c):  # an inf or NaN upstream times y: tensorlab's subnormal y (inf), PyTorch's 0 (NaN)
+    below = c.x < np.log(np.finfo(c.x.dtype).tiny)  # y = sigmoid(x) < the smallest normal number
+    return c.excused(below & ~np.isfinite(np.broadcast_to(c.upstream, c.x.shape)))
+
+
 def _squares_beyond_float32(c):  # PyTorch's norm inf (its squares in float32), tensorlab's finite (in float64)
     g = c.args["g"].array
     with np.errstate(over="ignore", invalid="ignore"):
@@ -240,6 +246,7 @@ KNOWN = [
     Known(28, ATTENTION, ("gradient",), _scores_beyond_rounding),
     Known(29, ("clip_grad_norm_",), ("value",), _squares_beyond_float32),
     Known(30, ("std", "x.std"), ("gradient", "flows back"), _quotient_below_normal),
+    Known(31, ("sigmoid",), ("gradient",), _subnormal_sigmoid),
 ]
 
 KINDS = {  # kind: what it means, in the report
@@ -413,6 +420,7 @@ def _compare_step(k, op, ours, theirs, x, args, rtol):
         return Difference("shape", op.name, k, f"tensorlab {o.shape}, PyTorch {theirs_np.shape}")
     inputs = [a for a in [x, *args.values()] if isinstance(a, np.ndarray)]
     scale = _scale(theirs_np, *inputs) * _condition(op.name, args) if op.name in SUMS else 0.0
+    scale = max(scale, _scale(*inputs) ** 2) if op.name in SQUARES else scale
     rtol = max(rtol, _rtol(theirs_np, *inputs))
     detail = compare_values(ours_np, theirs_np, scale, rtol)
     if detail:
