@@ -68,10 +68,11 @@ def grade(folder, out, hints, time_limit):
     rows = []
     for student in students:
         for name in names:
-            if snapshot(run_by_every_check) != trusted:  # changed by an earlier check: it could fix every verdict
+            source = handed_in.get((student.name, name))
+            if source is not None and snapshot(run_by_every_check) != trusted:  # an earlier check changed them
                 rows.append(_row(student, name, "not graded", NOT_GRADED))
-                continue
-            rows.append(row(student, name, handed_in.get((student.name, name)), hints, time_limit, watched))
+            else:
+                rows.append(row(student, name, source, hints, time_limit, watched))
     table = grid(rows, names)
     paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -138,13 +138,15 @@ def test_after_a_file_that_changes_the_engine_no_row_is_graded(tmp_path, teacher
     hand_in(submissions, "bea", "exp_log", f"open({str(engine / 'tensor.py')!r}, 'a').write('# changed\\n')\n{right}")
     hand_in(submissions, "cid", "exp_log", right)
     hand_in(submissions, "dan", "exp_log", right.replace("return gy * self.y", "return gy / self.y"))
+    hand_in(submissions, "eve", "mul", solution("mul"))  # and no exp_log: not handed in, whatever the engine
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
     assert (engine / "tensor.py").read_text().endswith("# changed\n")
-    assert [rows[s, "exp_log"]["status"] for s in ("amy", "bea", "cid", "dan")] == [
+    assert [rows[s, "exp_log"]["status"] for s in ("amy", "bea", "cid", "dan", "eve")] == [
         "passed",
         "tampered",
         "not graded",
         "not graded",
+        "not handed in",
     ]
     assert rows["dan", "exp_log"]["diagnosis"] == grade.NOT_GRADED
 
