@@ -165,7 +165,7 @@ class Student:
             child.send(self.process.stdin, message)
             reply = self._receive()
         except (TimeLimit, KeyboardInterrupt):
-            self._stop()
+            self._stop(grace=0)
             self.ended = "the student's code was stopped"
             raise
         except (BrokenPipeError, EOFError):
@@ -213,14 +213,18 @@ class Student:
         return b"".join(chunks)
 
     def _stop(self, grace=0.5):
-        """Stop the child (given `grace` seconds to end by itself, so that its exit code is its own) and everything
-        it started; its exit code."""
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(grace)
+        """Stop the child and everything it started; its exit code. With `grace`, the child first gets its stdin
+        closed and that long to end by itself, so that its exit code is its own; without, it is killed before
+        its stdin is closed, so that closing never waits on a child that does not read."""
+        if grace:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(grace)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, 9)
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
         return self.process.wait()
 
     def _relay(self):
