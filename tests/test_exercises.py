@@ -589,6 +589,9 @@ def test_ctrl_c_prints_one_line(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        # Ctrl-C as a terminal sends it, even when this suite runs with SIGINT ignored (`nohup`, `cmd &` in a script):
+        # a process started with it ignored keeps ignoring it, as a background job should
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     first = process.stdout.readline()
     assert first.startswith("Exercise 'exp_log'"), first
