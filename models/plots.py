@@ -24,7 +24,11 @@ ATTENTION_TICKS = (0, 0.02, 0.1, 0.25, 0.5, 1)  # the colour bar's marks, spread
 
 def _save(fig, path):
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=110,
+    )  # every figure is laid out "constrained": nothing to crop
     plt.close(fig)
     write_atomically(path, buffer.getvalue())
 
@@ -47,7 +51,7 @@ def _train_series(metrics):
 def loss_curves(metrics, vocab_size, path):
     """Training loss (each point the mean since the previous one) and validation loss against step, with the
     loss of a uniform guess over the vocabulary, ln V, where an untrained model starts."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     uniform = math.log(vocab_size)
     ax.axhline(
         uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln {vocab_size} = {uniform:.2f}"
@@ -62,7 +66,7 @@ def loss_curves(metrics, vocab_size, path):
 
 def val_perplexity(metrics, path):
     """Validation perplexity against step, on a log scale."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     steps, values = _series(metrics, "perplexity")
     ax.plot(steps, values, marker=".", color="tab:orange")
     ax.set(xlabel="step", ylabel="perplexity", yscale="log", title="Validation perplexity")
@@ -80,7 +84,7 @@ def _plain_log_ticks(ax):
 def layer_curves(metrics, key, path, ylabel, title):
     """One line per layer group of a per-layer metric (a dict per row under `key`), log scale."""
     steps, values = _series(metrics, key)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     groups = list(values[0]) if values else []
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(groups), 1)))
     for group, color in zip(groups, colors):
@@ -100,8 +104,8 @@ def _heatmap(ax, weights, labels, show_x=True, show_y=True):
     """
     image = ax.imshow(weights, cmap="viridis", norm=PowerNorm(0.5, vmin=0, vmax=1), interpolation="nearest")
     ticks = np.arange(len(labels))
-    ax.set_xticks(ticks, labels if show_x else [], rotation=90, fontsize=6)
-    ax.set_yticks(ticks, labels if show_y else [], fontsize=6)
+    ax.set_xticks(ticks if show_x else [], labels if show_x else [], rotation=90, fontsize=6)  # no unlabelled marks
+    ax.set_yticks(ticks if show_y else [], labels if show_y else [], fontsize=6)
     ax.tick_params(length=0)
     return image
 
@@ -154,7 +158,9 @@ def attention_evolution(snapshots, labels, path):
 def token_frequency(counts, labels, path, top=30):
     """The `top` most frequent tokens (bars) and every token's count against its rank (log-log, Zipf)."""
     order = np.argsort(counts)[::-1]
-    fig, (bars, zipf) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]})
+    fig, (bars, zipf) = plt.subplots(
+        1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]}, layout="constrained"
+    )
     bars.bar(range(top), counts[order[:top]], color="tab:blue")
     bars.set_xticks(range(top), [labels[i] for i in order[:top]], rotation=90, fontsize=8)
     bars.set(ylabel="count in the training split", title=f"The {top} most frequent tokens")
@@ -168,7 +174,7 @@ def token_frequency(counts, labels, path, top=30):
 
 def sweep_perplexity(runs, path):
     """Validation perplexity against step for several runs: {name: metric rows}."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     for name, metrics in runs.items():
         steps, values = _series(metrics, "perplexity")
         ax.plot(steps, values, marker=".", label=name)
