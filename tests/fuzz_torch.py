@@ -525,38 +525,54 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
         return shared
     # Round-off flows back: the gradients at step k carry the rounding of every backward after it, so the scale
     # is the largest magnitude met from the end down to k (for an op that adds up terms, its inputs times the
-    # gradient of its result), times the largest CONDITION met.
+    # gradient of its result), times the largest CONDITION met. An elementwise op's gradient is bounded element
+    # by element: its own size, the upstream's, and the rounding carried in times the derivative |gradient /
+    # upstream| (where log_softmax's g - p sum(g) cancelled to 1e-3, pow's derivative of 1e27 makes that
+    # rounding the size of the gradient); the largest bound is carried on to the steps before.
     upstream, scale, condition = u, 0.0, 1.0  # upstream: PyTorch's gradient of step k's result
     later = []  # (name, Case) of the steps after k: a documented difference there flows back to k
     for k in reversed(range(len(program.steps))):
         pairs = [(o, t) for o, t in taken[k] if TORCH.is_tensor(t) and t.requires_grad]
         grads = [(o.grad, t.grad) for o, t in pairs]
         name, args = program.steps[k]
-        condition = max(condition, _condition(name, args))
+        condition, carried = max(condition, _condition(name, args)), scale  # carried: the upstream's rounding
         scale = max(scale, _scale(upstream, *(t.numpy() for _, t in grads if t is not None)))
         if name in SUMS:
             forward = [a for a in (inputs[k][0], *inputs[k][1].values()) if isinstance(a, np.ndarray)]
             scale = max(scale, _scale(*forward) * _scale(upstream))
+        amplified = scale
         for i, ((_, t), (g, tg)) in enumerate(zip(pairs, grads)):
             if g is None and tg is None:
                 continue
             tg = np.zeros(tuple(t.shape), TORCH.to_numpy(t).dtype) if tg is None else tg.numpy()
             g = np.zeros_like(tg) if g is None else np.asarray(g)
             where = "x" if i == 0 else f"argument {i}"
+            tol = (scale * condition, max(rtol, _rtol(tg)))
+            if name not in SUMS and tg.shape == upstream.shape:  # elementwise: each element its own bound
+                passed_on = np.maximum(max(carried, _scale(upstream)), carried * _gain(tg, upstream))
+                tol = (passed_on * condition, tol[1])
+                amplified = max(amplified, _scale(passed_on))  # the steps before carry it on
             if g.dtype != tg.dtype or g.shape != tg.shape:
                 detail = f"{where}: tensorlab {g.dtype} {g.shape}, PyTorch {tg.dtype} {tg.shape}"
             else:
-                detail = compare_values(g, tg, scale * condition, max(rtol, _rtol(tg)))
+                detail = compare_values(g, tg, *tol)
             if detail:
-                tol = (scale * condition, max(rtol, _rtol(tg)))
                 same = lambda a, b, tol=tol: compare_values(a, b, *tol) is None  # noqa: E731
                 row = _known("gradient", name, Case(*inputs[k], g, tg, upstream, same))
                 row = row or next((r for n, c in later if (r := _known("flows back", n, c))), 0)
                 return Difference("gradient", name, k, f"of {where} {detail}", known=row)
         later.append((name, Case(*inputs[k], upstream=upstream)))
+        scale = amplified
         x_grad = pairs[0][1].grad if pairs and pairs[0][1] is taken[k][0][1] else None
         upstream = x_grad.numpy() if x_grad is not None else upstream
     return None
+
+
+def _gain(grad, upstream):
+    """|grad / upstream| element by element, where both are finite and the upstream is not 0; 0 elsewhere."""
+    with np.errstate(all="ignore"):
+        gain = np.abs(grad.astype(np.float64) / upstream)
+    return np.where(np.isfinite(gain), gain, 0.0)
 
 
 def _shared_gradient(program, taken, u):

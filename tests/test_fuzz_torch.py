@@ -189,6 +189,37 @@ def test_the_fuzzer_finds_and_shrinks_a_planted_wrong_op(mistake, monkeypatch):
     assert tl_line.startswith("tensorlab") and torch_line.startswith("PyTorch")
 
 
+# Seed 777's: x ** y then log_softmax, in float32. log_softmax's gradient of x[0] cancels to 1e-3 (g - p sum(g)),
+# and pow's derivative there is 1e27: its rounding is the size of the leaf's gradient, 4e-5 of it apart.
+AMPLIFIED = (
+    fz.Program(
+        np.array([1e-30, -np.inf, 0.80909985], np.float32),
+        [
+            ("x.pow(y)", {"y": np.array([0.0012189776, -2.0992227, 1.5836365], np.float32)}),
+            ("log_softmax", {"axis": -1}),
+        ],
+    ),
+    np.array([-1.3096912, -1.3494288, -0.23815477], np.float32),  # the upstream gradient
+)
+
+
+def _pow_gradient_off_by(factor, backward):
+    return lambda self, gy: tuple(g * factor for g in backward(self, gy))
+
+
+@pytest.mark.parametrize("planted", [None, 1 + 1e-4], ids=["as is", "pow's gradient 1e-4 off"])
+def test_rounding_amplified_by_a_derivative_is_excused_only_where_it_is(planted, monkeypatch):
+    program, upstream = AMPLIFIED
+    monkeypatch.setattr(fz, "_upstream", lambda *_: upstream)
+    if planted:
+        monkeypatch.setattr(ew.PowTensor, "backward", _pow_gradient_off_by(planted, ew.PowTensor.backward))
+    _, difference, _ = fz.run(program)
+    if planted is None:
+        assert difference is None, difference
+    else:  # found at x[2], whose upstream did not cancel: x[0]'s tolerance is its own
+        assert difference.kind == "gradient" and "at (2,)" in difference.detail, difference
+
+
 F32 = np.float32
 WIDENED = [  # row: a program a 100,000-program run (seeds 7 and 8) found outside the row as it was
     (20, fz.Program(np.array(-2), [("y ** x", {"y": False})], -1)),
