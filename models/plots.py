@@ -24,11 +24,7 @@ ATTENTION_TICKS = (0, 0.02, 0.1, 0.25, 0.5, 1)  # the colour bar's marks, spread
 
 def _save(fig, path):
     buffer = io.BytesIO()
-    fig.savefig(
-        buffer,
-        format="png",
-        dpi=110,
-    )  # every figure is laid out "constrained": nothing to crop
+    fig.savefig(buffer, format="png", dpi=110)  # every figure is laid out "constrained": nothing to crop
     plt.close(fig)
     write_atomically(path, buffer.getvalue())
 
