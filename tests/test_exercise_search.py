@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from exercise_mistakes import MISTAKES
 
 from tensorlab.exercises import BY_NAME, search
 from tensorlab.exercises.check import check as check_cases
@@ -86,6 +87,28 @@ def test_an_unfinished_stub_is_not_searched(tmp_path, monkeypatch):
     stub = Path(__file__).resolve().parent.parent / "tensorlab" / "exercises" / "catalog" / "exp_log" / "stub.py"
     code, report = check(tmp_path, stub.read_text())
     assert code == 1 and tried == [] and report.found == []
+
+
+@pytest.mark.parametrize(
+    "name, what, says",
+    [
+        ("topo", "recursive", "keep your own stack"),  # the RecursionError's explanation
+        ("mean", "expand_dims even with keepdims", "fails only with keepdims=True"),  # the keepdims note
+        ("sum", "divided by the axis length", "off by the axis"),  # a case's own diagnosis
+    ],
+)
+def test_a_file_whose_slip_is_named_is_not_searched(tmp_path, monkeypatch, name, what, says):
+    """The search tries up to 1,000 edits (a recursive topo took 25 s); where the check already names the slip,
+    it would say nothing more."""
+    (mistake,) = [m for m in MISTAKES if (m.exercise, m.what) == (name, what)]
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    for old, new in mistake.edits:
+        source = source.replace(old, new)
+    tried = []
+    monkeypatch.setattr(search, "edits", lambda *a, **k: tried.append(a) or [])
+    code, report = check(tmp_path, source, name=name)
+    assert code == 1 and says in " ".join(report.general + [line for c in report.cases for line in c.lines])
+    assert report.names_the_slip() and tried == []
 
 
 @pytest.mark.parametrize("name", ["softmax", "matmul", "mean", "topo"])

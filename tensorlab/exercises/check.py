@@ -101,6 +101,12 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
     return not failed
 
 
+KEEPDIMS_NOTE = (  # names the slip: a file that fails exactly where keepdims=True
+    "Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as size 1: put them "
+    "back (np.expand_dims) only when self.keepdims is False."
+)
+
+
 def _settings_note(cases, passed):
     """A note when the cases that pass and those that fail differ in one setting (an axis, keepdims)."""
     failed = [case for case in cases if case not in passed]
@@ -112,10 +118,7 @@ def _settings_note(cases, passed):
         if good & bad:
             continue
         if key == "keepdims" and bad == {"True"}:
-            return [
-                "Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as "
-                "size 1: put them back (np.expand_dims) only when self.keepdims is False."
-            ]
+            return [KEEPDIMS_NOTE]
         return [
             f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
             f"{', '.join(f'{key}={v}' for v in sorted(bad))}. Does it use self.{key} everywhere, rather than a fixed "

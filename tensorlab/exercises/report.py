@@ -16,6 +16,9 @@ FAILED. `Report` takes those lines, keeps them by case, and shows them at one of
 
 import re
 
+from tensorlab.exercises.check import KEEPDIMS_NOTE
+from tensorlab.exercises.child import RECURSION
+
 LEVELS = ("none", "name", "fix")
 INDENT = "    "
 CASE_LINE = re.compile(r"^(?P<header>\S.*): (?P<result>ok|FAILED)$")
@@ -91,6 +94,8 @@ def specific(lines):
     """How precisely a failed case's lines say what is wrong: 2 a slip named, 1 only which elements are wrong,
     0 only that the code raised (a shape that does not fit where another case shows the slip) or that no slip fits."""
     text = " ".join(lines)
+    if RECURSION in text:  # what raised is the slip: recursion deeper than Python goes
+        return 2
     if not lines or " raised " in text or "None of the usual slips fits" in text:
         return 0
     return 1 if all(GENERAL.match(line) for line in lines) else 2
@@ -172,10 +177,16 @@ class Report:
             return ""
         if self.hints == "none":
             return f"{failed[0].header}: failed"
-        explained = [c.lines[: c.lines.index("")] if "" in c.lines else c.lines for c in failed]  # not the table
+        explained = [_explained(case) for case in failed]
         lines, case = max(zip(explained, failed), key=lambda pair: specific(pair[0]))  # the first of the most specific
         said = f"{case.header}: " + " ".join(line.strip() for line in self._detail(lines))
         return " ".join([said, *self._detail(self.found)])  # and the slip the search found (search.py)
+
+    def names_the_slip(self):
+        """True when the check says what the slip is: a failed case names it (`specific`, its table aside), the
+        cases fail exactly where keepdims=True, or the search found the one edit that fixes the file."""
+        failed = [_explained(case) for case in self.cases if not case.passed]
+        return bool(self.found) or KEEPDIMS_NOTE in self.general or any(specific(lines) == 2 for lines in failed)
 
     def record(self, code):
         """The check as one JSON-ready dict; `code` is its exit code."""
@@ -195,3 +206,8 @@ class Report:
 
     def _detail(self, lines):
         return [shown for shown in (detail(line, self.hints) for line in lines) if shown is not None]
+
+
+def _explained(case):
+    """A failed case's lines up to its table of elements."""
+    return case.lines[: case.lines.index("")] if "" in case.lines else case.lines

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 
 from tensorlab.exercises import check, search
-from tensorlab.exercises.report import Report, specific
+from tensorlab.exercises.report import Report
 from tensorlab.exercises.student import Stopped, Student, StudentError
 
 
@@ -46,7 +46,7 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
     """True when the file passes every case; its report line by line to `out`.
 
     Raises StudentError when the file cannot be checked, Stopped when a case ran out of time. A file that fails
-    with no slip named in any case gets the search for the one edit that makes it pass (search.py).
+    with its slip not named (Report.names_the_slip) gets the search for the one edit that makes it pass (search.py).
     """
     seed = check.new_seed() if seed is None else seed
     seen = Report(exercise, path, show=None)
@@ -54,10 +54,11 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
         passed = check.check(
             exercise, student, out=lambda line: (seen(line), out(line)), time_limit=time_limit, seed=seed
         )
-    failed = {n: " ".join(case.lines) for n, case in enumerate(seen.cases, 1) if not case.passed}
-    if failed and not any("NotImplementedError" in text or specific([text]) == 2 for text in failed.values()):
+    failed = [n for n, case in enumerate(seen.cases, 1) if not case.passed]
+    not_written = any("NotImplementedError" in line for case in seen.cases for line in case.lines)
+    if failed and not not_written and not seen.names_the_slip():
         try:
-            for line in search.found(exercise, path, student.source, seed, first=list(failed)):
+            for line in search.found(exercise, path, student.source, seed, first=failed):
                 out(line)
         except KeyboardInterrupt:  # the verdict stands; only the search is cut short
             out("(Ctrl-C: the search for the slip was stopped.)")
