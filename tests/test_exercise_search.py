@@ -94,6 +94,7 @@ def test_an_unfinished_stub_is_not_searched(tmp_path, monkeypatch):
     [
         ("topo", "recursive", "keep your own stack"),  # the RecursionError's explanation
         ("mean", "expand_dims even with keepdims", "fails only with keepdims=True"),  # the keepdims note
+        ("mean", "no expand_dims", "Why: gy lost the reduced axes"),  # the exercise's reading of what raised
         ("sum", "divided by the axis length", "off by the axis"),  # a case's own diagnosis
     ],
 )

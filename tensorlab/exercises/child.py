@@ -183,8 +183,9 @@ def _call(what, call):
         raise StudentError(*describe_exception(error, _student.path, what)) from None
 
 
+WHY = "Why: "  # begins the checker's explanation of what the student's code raised: it names the slip
 RECURSION = (
-    "Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
+    f"{WHY}Python stops at about 1000 nested calls, and a graph can be deeper: keep your own stack "
     "(a list of nodes still to visit) instead of recursing."
 )
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorlab.exercises import diagnose, slips, stages
+from tensorlab.exercises.child import WHY
 from tensorlab.exercises.student import NotWritten, StudentError, later
 from tensorlab.exercises.watch import engine_use_line
 from tensorlab.gradcheck import InputReport
@@ -82,8 +83,9 @@ def _check_case(case, student, inputs, reference):
         raise
     except StudentError as error:
         hint = case.error_hint(error.lines, case) if case.error_hint else []
-        if hint:  # the exercise's own reading of the error replaces the general one
-            raise StudentError(*[line for line in error.lines if line != BROADCAST_HINT], *hint) from None
+        if hint:  # the exercise's own reading of the error replaces the general one, and names the slip
+            lines = [line for line in error.lines if line != BROADCAST_HINT]
+            raise StudentError(*lines, WHY + hint[0], *hint[1:]) from None
         raise
     problems, fixes = _grad_problems(case, inputs, np.shape(y), grads)
     if problems:

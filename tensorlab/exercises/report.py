@@ -17,7 +17,7 @@ FAILED. `Report` takes those lines, keeps them by case, and shows them at one of
 import re
 
 from tensorlab.exercises.check import KEEPDIMS_NOTE
-from tensorlab.exercises.child import RECURSION
+from tensorlab.exercises.child import WHY
 
 LEVELS = ("none", "name", "fix")
 INDENT = "    "
@@ -31,7 +31,7 @@ FIX = re.compile(
     r"|^(add|apply|build|compute|divide|fix|give|keep|leave|make|multiply|put|return|start|subtract|sum|take|use|write)\b",
     re.IGNORECASE,
 )
-WHO = re.compile(r"^'[^']+'(?: and '[^']+')*: ")  # "'q' and 'k': ", the inputs a slip explains, kept
+WHO = re.compile(rf"^('[^']+'(?: and '[^']+')*: |{WHY})")  # "'q' and 'k': ", the inputs a slip explains; "Why: "
 NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): named at `name`, left out at `none`
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
 GENERAL = re.compile(r"^input '[^']+' \(shape [^)]*\): .*elements? (is|are) wrong")  # which elements, no why
@@ -92,9 +92,9 @@ def _clauses(text):
 
 def specific(lines):
     """How precisely a failed case's lines say what is wrong: 2 a slip named, 1 only which elements are wrong,
-    0 only that the code raised (a shape that does not fit where another case shows the slip) or that no slip fits."""
+    0 only that the code raised (no Why: line explains it) or that no slip fits."""
     text = " ".join(lines)
-    if RECURSION in text:  # what raised is the slip: recursion deeper than Python goes
+    if any(line.startswith(WHY) for line in lines):  # what the code raised, explained: the slip is named
         return 2
     if not lines or " raised " in text or "None of the usual slips fits" in text:
         return 0
@@ -183,8 +183,9 @@ class Report:
         return " ".join([said, *self._detail(self.found)])  # and the slip the search found (search.py)
 
     def names_the_slip(self):
-        """True when the check says what the slip is: a failed case names it (`specific`, its table aside), the
-        cases fail exactly where keepdims=True, or the search found the one edit that fixes the file."""
+        """True when the check says what the slip is: a failed case names it (`specific`, its table aside; a Why:
+        line explaining what the code raised), the cases fail exactly where keepdims=True, or the search found the
+        one edit that fixes the file."""
         failed = [_explained(case) for case in self.cases if not case.passed]
         return bool(self.found) or KEEPDIMS_NOTE in self.general or any(specific(lines) == 2 for lines in failed)
 
