@@ -1,7 +1,7 @@
 """Finding a slip nobody wrote down: the one-change edit of the student's file that makes it pass.
 
-When a file fails and the check does not name its slip (report.Report.names_the_slip), `found(...)` tries the edits of
-edits.py on the student's functions (with the engine's formulas, tensorlab/ops/ and optim/, as
+When a file fails and the check does not name its slip (report.Report.names_the_slip), `found(...)` tries the
+edits of edits.py on the student's functions (with the engine's formulas, tensorlab/ops/ and optim/, as
 ingredients: a term or an axis a file lost whole), most likely first (at most MOST), each as a quick check
 (Student.quick: pass or fail, no diagnosis) in one process of the student's, on the check's
 inputs and on a second draw. The first edit that passes both is the slip: its line and its kind
