@@ -147,32 +147,22 @@ def run_in_a_fresh_kernel(notebook, folder):
     return client.execute(env=kernel_env())  # env: handed to the kernel's process, this process's stays as it is
 
 
-@pytest.fixture(scope="module")
-def executed_twice(tmp_path_factory):
-    """Every notebook built into a folder outside the checkout, then run top to bottom twice, each time in a fresh
-    kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it: {name: error}."""
-    out = tmp_path_factory.mktemp("notebooks")
-    paths = load_tool().make_notebooks(out)
-    failures = {}
-    for path in paths:
-        for run in (1, 2):  # the second run meets whatever the first left in the folder (stubs, runs, figures)
-            notebook = nbformat.read(str(path), as_version=4)
-            try:
-                run_in_a_fresh_kernel(notebook, out)
-            except Exception as error:  # CellExecutionError names the cell and the traceback
-                last_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error).strip().splitlines()[-1])  # no colours
-                failures[f"{path.stem}, run {run}"] = last_line[:300]
-                break
-            errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-            if errors:  # none unless a cell allows errors: no cell may
-                failures[f"{path.stem}, run {run}"] = f"{errors[0].ename}: {errors[0].evalue}"
-    return paths, failures
-
-
 @pytest.mark.slow
-def test_every_notebook_runs_top_to_bottom_twice_in_a_row(executed_twice):
-    paths, failures = executed_twice
-    assert len(paths) == len(DOC_PAGES) and not failures, failures
+@pytest.mark.parametrize("page", DOC_PAGES, ids=page_id)
+def test_every_notebook_runs_top_to_bottom_twice_in_a_row(page, tmp_path):
+    """The notebooks built into a folder outside the checkout, then this one run top to bottom twice, each time in a
+    fresh kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it. The second
+    run meets whatever the first left in the folder (stubs, runs, figures); no other notebook has run there."""
+    (path,) = [p for p in load_tool().make_notebooks(tmp_path) if p.stem == page.stem]
+    for run in (1, 2):
+        notebook = nbformat.read(str(path), as_version=4)
+        try:
+            run_in_a_fresh_kernel(notebook, tmp_path)
+        except Exception as error:  # CellExecutionError names the cell and the traceback
+            last_line = re.sub(r"\x1b\[[0-9;]*m", "", str(error).strip().splitlines()[-1])  # no colours
+            pytest.fail(f"run {run}: {last_line[:300]}")
+        errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors, f"run {run}: {errors[0].ename}: {errors[0].evalue}"  # none unless a cell allows errors
 
 
 @pytest.mark.slow
