@@ -150,12 +150,12 @@ def run_in_a_fresh_kernel(notebook, folder):
 @pytest.mark.slow
 @pytest.mark.parametrize("page", DOC_PAGES, ids=page_id)
 def test_every_notebook_runs_top_to_bottom_twice_in_a_row(page, tmp_path):
-    """The notebooks built into a folder outside the checkout, then this one run top to bottom twice, each time in a
-    fresh kernel started in the notebook's folder without PYTHONPATH, as `jupyter lab FOLDER` runs it. The second
-    run meets whatever the first left in the folder (stubs, runs, figures); no other notebook has run there."""
-    (path,) = [p for p in load_tool().make_notebooks(tmp_path) if p.stem == page.stem]
+    """The page's notebook built for a folder outside the checkout, then run top to bottom twice, each time in a
+    fresh kernel started in that folder without PYTHONPATH, as `jupyter lab FOLDER` runs it. The second run meets
+    whatever the first left in the folder (stubs, runs, figures); no other notebook has run there."""
+    tool = load_tool()
     for run in (1, 2):
-        notebook = nbformat.read(str(path), as_version=4)
+        notebook = tool.notebook_of(page, tmp_path)  # what make_notebooks writes, before any run
         try:
             run_in_a_fresh_kernel(notebook, tmp_path)
         except Exception as error:  # CellExecutionError names the cell and the traceback
