@@ -22,9 +22,15 @@ from tensorlab.serialization import write_atomically  # noqa: E402
 ATTENTION_TICKS = (0, 0.02, 0.1, 0.25, 0.5, 1)  # the colour bar's marks, spread evenly by the square-root scale
 
 
+def _figure(*args, **kwargs):
+    """plt.subplots laid out "constrained": labels fit inside the figure, so _save crops nothing (a crop draws the
+    figure twice)."""
+    return plt.subplots(*args, layout="constrained", **kwargs)
+
+
 def _save(fig, path):
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)  # every figure is laid out "constrained": nothing to crop
+    fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
     write_atomically(path, buffer.getvalue())
 
@@ -47,7 +53,7 @@ def _train_series(metrics):
 def loss_curves(metrics, vocab_size, path):
     """Training loss (each point the mean since the previous one) and validation loss against step, with the
     loss of a uniform guess over the vocabulary, ln V, where an untrained model starts."""
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    fig, ax = _figure(figsize=(7, 4.2))
     uniform = math.log(vocab_size)
     ax.axhline(
         uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform guess: ln {vocab_size} = {uniform:.2f}"
@@ -62,7 +68,7 @@ def loss_curves(metrics, vocab_size, path):
 
 def val_perplexity(metrics, path):
     """Validation perplexity against step, on a log scale."""
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    fig, ax = _figure(figsize=(7, 4.2))
     steps, values = _series(metrics, "perplexity")
     ax.plot(steps, values, marker=".", color="tab:orange")
     ax.set(xlabel="step", ylabel="perplexity", yscale="log", title="Validation perplexity")
@@ -80,7 +86,7 @@ def _plain_log_ticks(ax):
 def layer_curves(metrics, key, path, ylabel, title):
     """One line per layer group of a per-layer metric (a dict per row under `key`), log scale."""
     steps, values = _series(metrics, key)
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    fig, ax = _figure(figsize=(7, 4.2))
     groups = list(values[0]) if values else []
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(groups), 1)))
     for group, color in zip(groups, colors):
@@ -119,7 +125,7 @@ def attention_heads(weights, labels, path, title):
     cols = min(H, 3)
     rows = -(-H // cols)
     size = 1.2 + T * 0.13
-    fig, axes = plt.subplots(rows, cols, figsize=(cols * size, rows * size), squeeze=False, layout="constrained")
+    fig, axes = _figure(rows, cols, figsize=(cols * size, rows * size), squeeze=False)
     for h, ax in enumerate(axes.flat):
         if h >= H:
             ax.axis("off")
@@ -135,9 +141,7 @@ def attention_evolution(snapshots, labels, path):
     """How attention changes: a row per checkpoint [(step, weights (L, H, T, T))], a column per layer (head mean)."""
     n_rows, n_layers = len(snapshots), snapshots[0][1].shape[0]
     size = 1.0 + len(labels) * 0.1
-    fig, axes = plt.subplots(
-        n_rows, n_layers, figsize=(n_layers * size, n_rows * size), squeeze=False, layout="constrained"
-    )
+    fig, axes = _figure(n_rows, n_layers, figsize=(n_layers * size, n_rows * size), squeeze=False)
     for r, (step, weights) in enumerate(snapshots):
         for layer in range(n_layers):
             ax = axes[r, layer]
@@ -154,9 +158,7 @@ def attention_evolution(snapshots, labels, path):
 def token_frequency(counts, labels, path, top=30):
     """The `top` most frequent tokens (bars) and every token's count against its rank (log-log, Zipf)."""
     order = np.argsort(counts)[::-1]
-    fig, (bars, zipf) = plt.subplots(
-        1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]}, layout="constrained"
-    )
+    fig, (bars, zipf) = _figure(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 1]})
     bars.bar(range(top), counts[order[:top]], color="tab:blue")
     bars.set_xticks(range(top), [labels[i] for i in order[:top]], rotation=90, fontsize=8)
     bars.set(ylabel="count in the training split", title=f"The {top} most frequent tokens")
@@ -170,7 +172,7 @@ def token_frequency(counts, labels, path, top=30):
 
 def sweep_perplexity(runs, path):
     """Validation perplexity against step for several runs: {name: metric rows}."""
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    fig, ax = _figure(figsize=(7, 4.2))
     for name, metrics in runs.items():
         steps, values = _series(metrics, "perplexity")
         ax.plot(steps, values, marker=".", label=name)
