@@ -40,6 +40,7 @@ def run_dir(tmp_path_factory):
             "48",
             "--dropout",
             "0",
+            "--no-report",
         ]
     )
     assert status == 0

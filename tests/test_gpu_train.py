@@ -8,6 +8,7 @@ Only the CLI is used, so these tests hold whatever train.py looks like inside.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -62,7 +63,7 @@ def runs(tmp_path_factory, corpus_file):
     """The same tiny run on cpu and on cuda, STEPS steps each (the two processes side by side)."""
     out = tmp_path_factory.mktemp("gpu_runs")
     with ThreadPoolExecutor(2) as pool:
-        cpu = pool.submit(train_py, *tiny(corpus_file, out / "cpu", "--max-steps", STEPS), device="cpu")
+        cpu = pool.submit(train_py, *tiny(corpus_file, out / "cpu", "--max-steps", STEPS, "--no-report"), device="cpu")
         cuda = pool.submit(train_py, *tiny(corpus_file, out / "cuda", "--max-steps", STEPS, "--device", "cuda"))
         cpu.result(), cuda.result()
     return out / "cpu", out / "cuda"
@@ -80,6 +81,16 @@ def test_training_on_cuda_follows_the_cpu_run(runs):
             assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-5, abs=0)
 
 
+def test_the_report_of_a_cuda_run_is_whole(runs):
+    """The figures, samples and report.md of a run on the device (drawn from arrays copied to the host)."""
+    cuda = runs[1]
+    figures = sorted(path.name for path in (cuda / "figures").iterdir())
+    assert len(figures) == 8 and all((cuda / "figures" / name).read_bytes()[:4] == b"\x89PNG" for name in figures)
+    assert sorted(re.findall(r"figures/(\w+\.png)", (cuda / "report.md").read_text())) == figures  # each shown
+    assert (cuda / "samples.txt").read_text().count("=== prompt") == 6  # 3 prompts x 2 settings
+    assert (runs[0] / "metrics.jsonl").is_file() and not (runs[0] / "report.md").exists()  # the cpu run: --no-report
+
+
 def test_eval_on_cuda_matches_the_final_evaluation(runs):
     out = train_py("eval", runs[1], "--checkpoint", "latest")
     assert f"val loss {metrics(runs[1])[-1]['val_loss']:.4f}" in out
@@ -92,8 +103,8 @@ def test_generate_on_cuda_continues_the_prompt(runs):
 
 def test_resume_on_cuda_is_exact(runs, tmp_path, corpus_file):
     resumed = tmp_path / "resumed"
-    train_py(*tiny(corpus_file, resumed, "--max-steps", 8, "--device", "cuda"))
-    train_py("--resume", resumed, "--max-steps", STEPS)
+    train_py(*tiny(corpus_file, resumed, "--max-steps", 8, "--device", "cuda", "--no-report"))
+    train_py("--resume", resumed, "--max-steps", STEPS, "--no-report")
     assert [r["step"] for r in metrics(resumed)] == [0, 8, 10, STEPS]
     a = read_checkpoint(runs[1] / "checkpoints" / "latest")["model"]
     b = read_checkpoint(resumed / "checkpoints" / "latest")["model"]
@@ -102,13 +113,13 @@ def test_resume_on_cuda_is_exact(runs, tmp_path, corpus_file):
 
 def test_resume_on_cuda_with_dropout_is_exact(tmp_path, corpus_file):
     """Dropout draws on the device; the draw count in the checkpoint makes the resumed masks the same."""
-    args = ("--dropout", 0.2, "--device", "cuda")
+    args = ("--dropout", 0.2, "--device", "cuda", "--no-report")
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(train_py, *tiny(corpus_file, whole, "--max-steps", STEPS, *args))
         second = pool.submit(train_py, *tiny(corpus_file, resumed, "--max-steps", 8, *args))
         first.result(), second.result()
-    train_py("--resume", resumed, "--max-steps", STEPS)
+    train_py("--resume", resumed, "--max-steps", STEPS, "--no-report")
     assert [r["step"] for r in metrics(resumed)] == [0, 8, 10, STEPS]
     got, want = untimed_metrics(resumed), untimed_metrics(whole)
     del got[2]["train_loss"], want[1]["train_loss"]  # step 10's: the mean since step 8's evaluation in the resumed run

@@ -89,7 +89,7 @@ def test_a_second_process_is_refused_while_a_run_trains_and_sigterm_saves(tmp_pa
     assert "SIGTERM: saving a checkpoint after this step" in err and "Traceback" not in err
     stopped_at = read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"]
     assert f"interrupted at step {stopped_at}: saved" in err and stopped_at > 0
-    done = run("--resume", out, "--max-steps", stopped_at + 2)  # the lock went with the process
+    done = run("--resume", out, "--max-steps", stopped_at + 2, "--no-report")  # the lock went with the process
     assert done.returncode == 0, done.stderr[-2000:]
     assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == stopped_at + 2
 
@@ -165,7 +165,7 @@ def test_a_run_that_saved_nothing_yet_resumes_from_step_zero(tmp_path, corpus, f
     shutil.copy(finished / "config.json", out)
     shutil.copy(finished / "tokenizer.json", out)
     (out / "checkpoints").mkdir()
-    done = run("--resume", out, "--data", corpus)
+    done = run("--resume", out, "--data", corpus, "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 12
 
@@ -194,7 +194,7 @@ def test_a_resume_under_another_thread_count_is_bitwise_exact(tmp_path, corpus):
 
     train_py(1, *args, "--out", tmp_path / "whole", "--max-steps", 8)
     train_py(2, *args, "--out", tmp_path / "resumed", "--max-steps", 4)
-    train_py(1, "--resume", tmp_path / "resumed", "--max-steps", 8)
+    train_py(1, "--resume", tmp_path / "resumed", "--max-steps", 8, "--no-report")
     a, b = (read_checkpoint(tmp_path / name / "checkpoints" / "latest") for name in ("whole", "resumed"))
     assert [k for k in a["model"] if not np.array_equal(a["model"][k], b["model"][k])] == []
 
@@ -234,7 +234,7 @@ def test_a_run_killed_inside_its_first_evaluation_resumes_from_step_zero(tmp_pat
             path.unlink()
     first_row = (out / "metrics.jsonl").read_text().splitlines()[0]
     (out / "metrics.jsonl").write_text(first_row + "\n")
-    done = run("--resume", out, "--data", corpus)
+    done = run("--resume", out, "--data", corpus, "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (read_checkpoint(run / "checkpoints" / "latest") for run in (out, finished))
     assert a["progress"]["step"] == 12 and all(np.array_equal(a["model"][k], b["model"][k]) for k in b["model"])
@@ -289,7 +289,7 @@ def test_a_second_ctrl_c_inside_a_snapshot_write_keeps_the_run_whole(tmp_path, c
         process.kill()
     assert process.returncode == 130 and "interrupted in the middle of a step or an evaluation" in rest, rest
     assert not (out / "checkpoints" / "snapshot_step000004.safetensors").exists()  # the write never completed
-    done = run("--resume", out)
+    done = run("--resume", out, "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     names = lambda run_dir: sorted(p.name for p in (run_dir / "checkpoints").iterdir())  # noqa: E731
     assert names(out) == names(tmp_path / "reference")

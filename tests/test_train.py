@@ -154,7 +154,7 @@ def test_samples_and_topk_table(run_dir):
 
 
 def test_the_same_seed_gives_the_same_run(run_dir, corpus, tmp_path, capsys):
-    status, _, _ = run_main(tiny_args(corpus, tmp_path / "again"), capsys)
+    status, _, _ = run_main(tiny_args(corpus, tmp_path / "again", "--no-report"), capsys)
     assert status == 0
     assert without_timing(read_metrics(tmp_path / "again")) == without_timing(read_metrics(run_dir))
     a, b = parameters(run_dir), parameters(tmp_path / "again")
@@ -169,12 +169,12 @@ def test_interrupted_and_resumed_run_ends_exactly_like_an_uninterrupted_one(
             raise KeyboardInterrupt
 
     out = tmp_path / "interrupted"
-    status, _, err = run_main(tiny_args(corpus, out), capsys, on_step=interrupt_at_13)
+    status, _, err = run_main(tiny_args(corpus, out, "--no-report"), capsys, on_step=interrupt_at_13)
     assert status == 130 and "interrupted at step 13" in err
     assert read_checkpoint(out / "checkpoints" / "latest")["progress"]["step"] == 13
     assert not (out / "report.md").exists()
 
-    status, _, _ = run_main(["--resume", out], capsys)
+    status, _, _ = run_main(["--resume", out, "--no-report"], capsys)
     assert status == 0
     a, b = parameters(run_dir), parameters(out)
     assert tinyconfig_dropout() > 0 and sorted(a) == sorted(b)
@@ -201,7 +201,7 @@ def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, caps
 def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
     out = tmp_path / "extended"
     shutil.copytree(run_dir, out)
-    status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6], capsys)
+    status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6, "--no-report"], capsys)
     assert status == 0
     assert [r["step"] for r in evaluation_rows(out)] == [0, 10, 20, STEPS, STEPS + 6]
     assert read_metrics(out)[-1]["lr"] > 3e-4  # the cosine now ends at step 30, not 24 (then it would be min_lr)
