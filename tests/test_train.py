@@ -201,9 +201,11 @@ def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, caps
 def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
     out = tmp_path / "extended"
     shutil.copytree(run_dir, out)
-    status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6, "--no-report"], capsys)
+    (out / "report.md").unlink()
+    status, _, _ = run_main(["--resume", out, "--max-steps", STEPS + 6], capsys)
     assert status == 0
     assert [r["step"] for r in evaluation_rows(out)] == [0, 10, 20, STEPS, STEPS + 6]
+    assert f"| steps | {STEPS + 6} (reached max_steps={STEPS + 6}) |" in (out / "report.md").read_text()  # written anew
     assert read_metrics(out)[-1]["lr"] > 3e-4  # the cosine now ends at step 30, not 24 (then it would be min_lr)
     assert json.loads((out / "config.json").read_text())["max_steps"] == STEPS + 6
 
