@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorlab.exercises.gradient import RTOL
+from tensorlab.exercises.report import KEEPDIMS_NOTE
 from tensorlab.exercises.student import NotWritten, StudentError, run_cases
 
 
@@ -99,12 +100,6 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
     else:
         out(f"PASSED: {exercise.agrees} in all {total} {unit}s.")
     return not failed
-
-
-KEEPDIMS_NOTE = (  # names the slip: a file that fails exactly where keepdims=True
-    "Note: your backward fails only with keepdims=True. Then gy already has the reduced axes, as size 1: put them "
-    "back (np.expand_dims) only when self.keepdims is False."
-)
 
 
 def _settings_note(cases, passed):

@@ -16,7 +16,6 @@ FAILED. `Report` takes those lines, keeps them by case, and shows them at one of
 
 import re
 
-from tensorlab.exercises.check import KEEPDIMS_NOTE
 from tensorlab.exercises.child import WHY
 
 LEVELS = ("none", "name", "fix")
@@ -33,6 +32,10 @@ FIX = re.compile(
 )
 WHO = re.compile(rf"^('[^']+'(?: and '[^']+')*: |{WHY})")  # "'q' and 'k': ", the inputs a slip explains; "Why: "
 NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): named at `name`, left out at `none`
+KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fails exactly where keepdims=True
+    "your backward fails only with keepdims=True. Then gy already has the reduced axes, as size 1: put them "
+    "back (np.expand_dims) only when self.keepdims is False."
+)
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
 GENERAL = re.compile(r"^input '[^']+' \(shape [^)]*\): .*elements? (is|are) wrong")  # which elements, no why
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
