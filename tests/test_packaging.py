@@ -3,9 +3,8 @@
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -188,9 +188,10 @@ def test_perplexity_axes_read_as_plain_numbers(values, figures):
         (ax,) = fig.axes
         fig.canvas.draw()
         ticks = ax.yaxis.get_major_ticks() + ax.yaxis.get_minor_ticks()
-        labelled = {tick.get_loc(): tick.label1.get_text() for tick in ticks if tick.label1.get_text()}
-        low, high = ax.get_ylim()
-        assert sum(low <= loc <= high for loc in labelled) >= 2  # the axis shows at least two numbers
+        low, high = ax.get_ylim()  # the ticks shown: matplotlib labels some beyond the limits too (3.10: 0.1 as 1e-01)
+        shown = [tick for tick in ticks if low <= tick.get_loc() <= high and tick.label1.get_text()]
+        labelled = {tick.get_loc(): tick.label1.get_text() for tick in shown}
+        assert len(labelled) >= 2  # the axis shows at least two numbers
         assert all(text == f"{loc:g}" for loc, text in labelled.items()), labelled
 
 
