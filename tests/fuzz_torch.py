@@ -216,7 +216,8 @@ def _gradients_again(c, upstream):
         return None
     finally:
         TL.leaves, TORCH.leaves = kept
-    return [(o, t) for o, t in zip(*grads) if o is not None and t is not None]
+    zero = lambda g, other: np.zeros_like(other) if g is None else g  # noqa: E731 (no gradient: zeros, as compared)
+    return [(zero(o, t), zero(t, o)) for o, t in zip(*grads) if o is not None or t is not None]
 
 
 def _squares_beyond_float32(c):  # PyTorch's norm inf (its squares in float32), tensorlab's finite (in float64)
