@@ -195,23 +195,69 @@ def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the
     forward = [a for a in (c.x, *c.args.values()) if isinstance(a, np.ndarray)]
     scale = _scale(finite) * (_scale(*forward) * _condition(c.op, c.args) if c.op in SUMS else 1.0)
     pairs = _gradients_again(c, finite)
-    return pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
+    agree = pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
+    return agree and _parts_them_itself(c)
 
 
-def _gradients_again(c, upstream):
+def _parts_them_itself(c):
+    """Whether the step's own backward parts the two, run again on PyTorch's upstream: a difference that flowed
+    back from a later step (its upstream was already another) is that step's to explain."""
+    pairs = _gradients_again(c, c.upstream)
+    return pairs is not None and not all(c.same(o, t) for o, t in pairs)
+
+
+def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own float64 gives tensorlab's answer
+    """A float32 or float16 step whose result (or every input's gradient) PyTorch computes, in float64, as tensorlab
+    does in the step's dtype: where PyTorch's kernel loses what the exact result keeps (silu below -88.7, whose
+    1 / (1 + e^-x) is 0; a / b's gradient -a / b^2 where b^2 underflows and 0 / 0 is NaN)."""
+    if c.theirs.dtype not in (np.float32, np.float16):
+        return False
+    if c.upstream is None:  # a value
+        exact = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
+        return exact[0] == "ok" and TORCH.is_tensor(exact[1]) and _same_rounded(c, c.ours, TORCH.to_numpy(exact[1]))
+    finite = np.where(np.isfinite(c.upstream), c.upstream, 1).astype(c.upstream.dtype)  # inf * d hides d
+    for upstream in (c.upstream, finite):
+        pairs = _gradients_again(c, upstream, exact=True)
+        if not pairs or not all(_same_rounded(c, o, t) for o, t in pairs):
+            return False
+    return _parts_them_itself(c)
+
+
+def _float64(value):
+    """`value` (x, or an argument: arrays, Const, lists of them) with every floating array in float64."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value.astype(np.float64)
+    if isinstance(value, Const):
+        return Const(_float64(value.array))
+    if isinstance(value, dict):
+        return {k: _float64(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_float64(v) for v in value)
+    return value
+
+
+def _same_rounded(c, ours, exact):
+    """Whether tensorlab's array agrees with the float64 result rounded to the step's dtype, within the comparison."""
+    with np.errstate(over="ignore"):
+        return np.shape(ours) == np.shape(exact) and c.same(ours, np.asarray(exact).astype(c.theirs.dtype))
+
+
+def _gradients_again(c, upstream, exact=False):
     """[(ours, theirs)]: the gradients of the step's inputs for `upstream`, the step run again on new leaves (None
-    when a side no longer computes it)."""
+    when a side no longer computes it); with `exact`, PyTorch's in float64 (every floating array cast up)."""
     grads, kept = [], (TL.leaves, TORCH.leaves)
+    up = _float64 if exact else lambda v: v
     try:
         for side in (TL, TORCH):
             side.leaves = []
-            x = side.convert(c.x, None)
-            status, out = _step(side, OPS[c.op], c.args, x)
+            theirs = side.torch_side
+            x = side.convert(up(c.x) if theirs else c.x, None)
+            status, out = _step(side, OPS[c.op], up(c.args) if theirs else c.args, x)
             if status != "ok" or not side.is_tensor(out) or not out.requires_grad:
                 return None
-            out.backward(torch.from_numpy(upstream) if side.torch_side else upstream)
+            out.backward(torch.from_numpy(up(upstream)) if theirs else upstream)
             leaves = [t for t in [x, *side.leaves] if t.requires_grad]
-            grads.append([side.to_numpy(t.grad) if side.torch_side else t.grad for t in leaves])
+            grads.append([side.to_numpy(t.grad) if theirs else t.grad for t in leaves])
     except Exception:  # noqa: BLE001 (no second opinion: the difference stays undocumented)
         return None
     finally:
@@ -273,11 +319,12 @@ KNOWN = [
     Known(24, ("cross_entropy", "nll_loss"), ("computes", "value"), lambda c: c.x.ndim > 0 and c.x.shape[-1] == 0),
     Known(25, ("gelu",), ("value",), _gelu_tail),
     Known(26, FUSED, ("value", "gradient"), _nonfinite_through_a_fused_op),
-    Known(27, ("std", "x.std"), ("gradient",), _spread_within_rounding),
+    Known(27, ("std", "x.std"), ("gradient", "flows back"), _spread_within_rounding),
     Known(28, ATTENTION, ("gradient",), _scores_beyond_rounding),
     Known(29, ("clip_grad_norm_",), ("value",), _squares_beyond_float32),
     Known(30, ("std", "x.std"), ("gradient", "flows back"), _quotient_below_normal),
     Known(31, tuple(OPS), ("gradient",), _infinity_times_rounding),
+    Known(32, tuple(OPS), ("value", "gradient"), _as_in_float64),
 ]
 
 KINDS = {  # kind: what it means, in the report
@@ -457,7 +504,7 @@ def _compare_step(k, op, ours, theirs, x, args, rtol):
     detail = compare_values(ours_np, theirs_np, scale, rtol)
     if detail:
         same = lambda a, b: compare_values(a, b, scale, rtol) is None  # noqa: E731
-        row = _known("value", op.name, Case(x, args, ours_np, theirs_np, None, same))
+        row = _known("value", op.name, Case(x, args, ours_np, theirs_np, None, same, op.name))
         return Difference("value", op.name, k, detail, known=row)
     if o.requires_grad != t.requires_grad:
         return Difference("requires_grad", op.name, k, f"tensorlab {o.requires_grad}, PyTorch {t.requires_grad}")
