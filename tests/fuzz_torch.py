@@ -186,17 +186,24 @@ def _quotient_below_normal(c):  # PyTorch's std backward: gy / (2 std) in x's dt
 
 
 def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the other's to a tiny number (inf)
-    """Any op: the gradients differ only where both are inf or NaN, an inf or NaN arrives, and with finite numbers
-    in its place (1) both sides' gradients agree within the comparison: their derivatives part by rounding only."""
-    arriving = ~np.isfinite(c.upstream)
-    if not arriving.any() or not c.excused(~np.isfinite(c.ours) & ~np.isfinite(c.theirs)):
+    """Any op: the gradients differ only where both are inf or NaN, and either
+    - the step's backward, run again on PyTorch's upstream, gives the two the same gradients: their upstreams
+      differed only within the comparison, and an infinite derivative (sqrt's at 0) made that inf against NaN; or
+    - an inf or NaN arrives, the step run again parts the two, and with finite numbers (1) in its place it gives
+      gradients that agree within the comparison: their derivatives part by rounding only."""
+    if not c.excused(~np.isfinite(c.ours) & ~np.isfinite(c.theirs)):
         return False
+    again = _gradients_again(c, c.upstream)
+    if again is None:
+        return False
+    if all(c.same(o, t) for o, t in again):
+        return True
+    arriving = ~np.isfinite(c.upstream)
     finite = np.where(arriving, 1, c.upstream).astype(c.upstream.dtype)
     forward = [a for a in (c.x, *c.args.values()) if isinstance(a, np.ndarray)]
     scale = _scale(finite) * (_scale(*forward) * _condition(c.op, c.args) if c.op in SUMS else 1.0)
     pairs = _gradients_again(c, finite)
-    agree = pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
-    return agree and _parts_them_itself(c)
+    return arriving.any() and pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
 
 
 def _parts_them_itself(c):

@@ -102,7 +102,7 @@ def test_an_inf_times_a_derivative_one_side_rounds_to_zero_is_row_31_for_any_op(
     assert difference.kind == "gradient" and difference.op == "x.tanh()" and difference.known == 0
 
 
-FOUND = {  # what long runs met (seeds 291129 and 1130), each where this machine's rounding parts the two: its row
+FOUND = {  # what long runs met (seeds 291129, 1130, 1201), each where this machine's rounding parts the two: its row
     "NumPy's tanh one ulp short of -1, times inf": (
         fz.Program(np.array(-9.417044, np.float32), [("x.tanh()", {})], 0, True),
         31,
@@ -112,6 +112,14 @@ FOUND = {  # what long runs met (seeds 291129 and 1130), each where this machine
             np.array([[[0.5, -1e30], [0.0, 1.0]], [[0.0, 1.5], [1e30, 2.0]]]),
             [("x.var", {"axis": (0, 2, 1), "keepdims": False, "correction": 1}), ("div", {"y": np.array(0, np.int64)})],
             -1,
+        ),
+        31,
+    ),
+    "sqrt at 0, then LayerNorm over one element: its gradient 0 against 1e-17": (
+        fz.Program(
+            np.array([0.0]),
+            [("sqrt", {}), ("nn.LayerNorm", {"d": 1, "eps": 1e-5, "w": np.array([-4.2455175]), "b": np.zeros(1)})],
+            1,  # upstream seed 1: 0.35
         ),
         31,
     ),
