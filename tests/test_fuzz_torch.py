@@ -102,7 +102,7 @@ def test_an_inf_times_a_derivative_one_side_rounds_to_zero_is_row_31_for_any_op(
     assert difference.kind == "gradient" and difference.op == "x.tanh()" and difference.known == 0
 
 
-FOUND = {  # what long runs met (seeds 291129, 1130, 1201), each where this machine's rounding parts the two: its row
+FOUND = {  # what long runs met (seeds 291129, 1130, 1201, 1202) where this machine's rounding parts the two: the row
     "NumPy's tanh one ulp short of -1, times inf": (
         fz.Program(np.array(-9.417044, np.float32), [("x.tanh()", {})], 0, True),
         31,
@@ -125,6 +125,10 @@ FOUND = {  # what long runs met (seeds 291129, 1130, 1201), each where this mach
     ),
     "False / 1e-30 in float32: PyTorch's b^2 underflows": (
         fz.Program(np.array(1e-30, np.float32), [("y / x", {"y": False})], -1),
+        32,
+    ),
+    "log of 3.8e-44, then silu: PyTorch's silu gradient at -100 is 0, flowing back": (
+        fz.Program(np.array(3.8e-44, np.float32), [("log", {}), ("silu", {})], -1),
         32,
     ),
     "maximum, then std of a spread 1% of the values, flowing back": (
