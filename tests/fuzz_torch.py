@@ -95,7 +95,7 @@ class Case:
     theirs: np.ndarray = None
     upstream: np.ndarray = None
     same: object = None
-    op: str = ""  # the step's op, for a gradient
+    op: str = ""  # the step's op (the rows that run the step again read it)
 
     def arrays(self):
         """x, the arrays among the arguments (in lists too), and the upstream gradient."""
@@ -193,11 +193,9 @@ def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the
       gradients that agree within the comparison: their derivatives part by rounding only."""
     if not c.excused(~np.isfinite(c.ours) & ~np.isfinite(c.theirs)):
         return False
-    again = _gradients_again(c, c.upstream)
-    if again is None:
-        return False
-    if all(c.same(o, t) for o, t in again):
-        return True
+    agrees = _agrees_again(c)
+    if agrees is not False:
+        return bool(agrees)
     arriving = ~np.isfinite(c.upstream)
     finite = np.where(arriving, 1, c.upstream).astype(c.upstream.dtype)
     forward = [a for a in (c.x, *c.args.values()) if isinstance(a, np.ndarray)]
@@ -206,11 +204,12 @@ def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the
     return arriving.any() and pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
 
 
-def _parts_them_itself(c):
-    """Whether the step's own backward parts the two, run again on PyTorch's upstream: a difference that flowed
-    back from a later step (its upstream was already another) is that step's to explain."""
+def _agrees_again(c):
+    """Whether the step's backward, run again on PyTorch's upstream, gives both frameworks the same gradients (None
+    when a side no longer computes it). If it does, the difference flowed back from a later step (this step's
+    upstream was already another): that step's to explain."""
     pairs = _gradients_again(c, c.upstream)
-    return pairs is not None and not all(c.same(o, t) for o, t in pairs)
+    return None if pairs is None else all(c.same(o, t) for o, t in pairs)
 
 
 def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own float64 gives tensorlab's answer
@@ -222,12 +221,13 @@ def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own f
     if c.upstream is None:  # a value
         exact = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
         return exact[0] == "ok" and TORCH.is_tensor(exact[1]) and _same_rounded(c, c.ours, TORCH.to_numpy(exact[1]))
-    finite = np.where(np.isfinite(c.upstream), c.upstream, 1).astype(c.upstream.dtype)  # inf * d hides d
-    for upstream in (c.upstream, finite):
+    arriving = ~np.isfinite(c.upstream)
+    finite = np.where(arriving, 1, c.upstream).astype(c.upstream.dtype)  # inf * d hides d
+    for upstream in [c.upstream] + ([finite] if arriving.any() else []):
         pairs = _gradients_again(c, upstream, exact=True)
         if not pairs or not all(_same_rounded(c, o, t) for o, t in pairs):
             return False
-    return _parts_them_itself(c)
+    return _agrees_again(c) is False
 
 
 def _flushed_as_in_float64(c):  # flows back: PyTorch's float32 gradient is 0 where its float64 one is not
