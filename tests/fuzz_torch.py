@@ -20,6 +20,7 @@ replaced by its value, shapes cut, values made round) to a short Python snippet 
 """
 
 import argparse
+import contextlib
 import inspect
 import math
 import os
@@ -196,12 +197,19 @@ def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the
     agrees = _agrees_again(c)
     if agrees is not False:
         return bool(agrees)
-    arriving = ~np.isfinite(c.upstream)
-    finite = np.where(arriving, 1, c.upstream).astype(c.upstream.dtype)
+    finite = _finite(c.upstream)
+    if finite is None:
+        return False
     forward = [a for a in (c.x, *c.args.values()) if isinstance(a, np.ndarray)]
     scale = _scale(finite) * (_scale(*forward) * _condition(c.op, c.args) if c.op in SUMS else 1.0)
     pairs = _gradients_again(c, finite)
-    return arriving.any() and pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
+    return pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
+
+
+def _finite(upstream):
+    """The upstream with 1 in place of each inf and NaN (inf * d hides d), or None when every element is finite."""
+    arriving = ~np.isfinite(upstream)
+    return np.where(arriving, 1, upstream).astype(upstream.dtype) if arriving.any() else None
 
 
 def _agrees_again(c):
@@ -219,11 +227,11 @@ def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own f
     if c.theirs.dtype not in (np.float32, np.float16):
         return False
     if c.upstream is None:  # a value
-        exact = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
+        with _leaves_kept():
+            exact = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
         return exact[0] == "ok" and TORCH.is_tensor(exact[1]) and _same_rounded(c, c.ours, TORCH.to_numpy(exact[1]))
-    arriving = ~np.isfinite(c.upstream)
-    finite = np.where(arriving, 1, c.upstream).astype(c.upstream.dtype)  # inf * d hides d
-    for upstream in [c.upstream] + ([finite] if arriving.any() else []):
+    finite = _finite(c.upstream)
+    for upstream in [c.upstream] + ([finite] if finite is not None else []):
         pairs = _gradients_again(c, upstream, exact=True)
         if not pairs or not all(_same_rounded(c, o, t) for o, t in pairs):
             return False
@@ -266,26 +274,35 @@ def _same_rounded(c, ours, exact):
         return np.shape(ours) == np.shape(exact) and c.same(ours, np.asarray(exact).astype(c.theirs.dtype))
 
 
+@contextlib.contextmanager
+def _leaves_kept():
+    """Empty leaf lists on both sides for a step run again; the program's own are given back after."""
+    kept = TL.leaves, TORCH.leaves
+    TL.leaves, TORCH.leaves = [], []
+    try:
+        yield
+    finally:
+        TL.leaves, TORCH.leaves = kept
+
+
 def _gradients_again(c, upstream, exact=False):
     """[(ours, theirs)]: the gradients of the step's inputs for `upstream`, the step run again on new leaves (None
     when a side no longer computes it); with `exact`, PyTorch's in float64 (every floating array cast up)."""
-    grads, kept = [], (TL.leaves, TORCH.leaves)
+    grads = []
     up = _float64 if exact else lambda v: v
     try:
-        for side in (TL, TORCH):
-            side.leaves = []
-            theirs = side.torch_side
-            x = side.convert(up(c.x) if theirs else c.x, None)
-            status, out = _step(side, OPS[c.op], up(c.args) if theirs else c.args, x)
-            if status != "ok" or not side.is_tensor(out) or not out.requires_grad:
-                return None
-            out.backward(torch.from_numpy(up(upstream)) if theirs else upstream)
-            leaves = [t for t in [x, *side.leaves] if t.requires_grad]
-            grads.append([side.to_numpy(t.grad) if theirs else t.grad for t in leaves])
+        with _leaves_kept():
+            for side in (TL, TORCH):
+                theirs = side.torch_side
+                x = side.convert(up(c.x) if theirs else c.x, None)
+                status, out = _step(side, OPS[c.op], up(c.args) if theirs else c.args, x)
+                if status != "ok" or not side.is_tensor(out) or not out.requires_grad:
+                    return None
+                out.backward(torch.from_numpy(up(upstream)) if theirs else upstream)
+                leaves = [t for t in [x, *side.leaves] if t.requires_grad]
+                grads.append([side.to_numpy(t.grad) if theirs else t.grad for t in leaves])
     except Exception:  # noqa: BLE001 (no second opinion: the difference stays undocumented)
         return None
-    finally:
-        TL.leaves, TORCH.leaves = kept
     zero = lambda g, other: np.zeros_like(other) if g is None else g  # noqa: E731 (no gradient: zeros, as compared)
     return [(zero(o, t), zero(t, o)) for o, t in zip(*grads) if o is not None or t is not None]
 
