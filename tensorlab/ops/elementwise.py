@@ -17,15 +17,17 @@ from tensorlab.tensor import Function
 
 class BinaryOp(Function):
     """Shared by the ops of two operands: casts them to PyTorch's result dtype (tensorlab.ops.dtypes; true division
-    of integers gives the default float), checks that they broadcast."""
+    of integers gives the default float); when NumPy refuses their shapes, the error names the op."""
 
     def __call__(self, a, b):
         dtype = getattr(a, "dtype", None)
         if dtype is None or dtype.kind != "f" or getattr(b, "dtype", None) is not dtype:  # not two floats of one
             a, b = self._promoted(a, b)  # dtype (most ops of a step: nothing to check, nothing to cast)
-        if a.shape != b.shape:
+        try:
+            return super().__call__(a, b)
+        except ValueError:  # were the shapes why? Asked only on failure: ops whose shapes fit pay nothing for it
             broadcast_shape(self.name or type(self).__name__.lower(), a.shape, b.shape)
-        return super().__call__(a, b)
+            raise
 
     def _promoted(self, a, b):
         name, dtype = self.name or type(self).__name__.lower(), result_type(a, b)
