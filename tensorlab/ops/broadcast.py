@@ -31,7 +31,9 @@ def broadcast_axes(grad_shape, shape):
 
 def unbroadcast(grad, shape):
     """Sum `grad` over the broadcast axes so it has `shape` again."""
-    if grad.shape == tuple(shape):
+    shape = tuple(shape)
+    if grad.shape == shape:
         return grad
-    axes = broadcast_axes(grad.shape, shape)
-    return grad.sum(axis=axes).reshape(shape)
+    summed = grad.sum(axis=broadcast_axes(grad.shape, shape), keepdims=grad.ndim == len(shape))
+    # a view (which a leaf's .grad would copy) only where both leading and size-1 axes were summed
+    return summed if summed.shape == shape else summed.reshape(shape)

@@ -33,7 +33,13 @@ class MatMul(Function):
         gy = gy.reshape(self.y_shape)
         ga = unbroadcast(gy @ self.b.swapaxes(-1, -2), self.a.shape)
         gb = unbroadcast(self.a.swapaxes(-1, -2) @ gy, self.b.shape)
-        return ga.reshape(self.a_shape), gb.reshape(self.b_shape)
+        return _reshaped(ga, self.a_shape), _reshaped(gb, self.b_shape)
+
+
+def _reshaped(g, shape):
+    """g in `shape`, as itself where it has that shape already: a fresh array, not a view of one, which a leaf keeps
+    as its .grad without a copy (Tensor.backward)."""
+    return g if g.shape == shape else g.reshape(shape)
 
 
 def _drop_vector_axes(shape, a_was_vector, b_was_vector):
