@@ -71,6 +71,7 @@ BENCH_PROBES = {
     "engines": (["--workloads", "nosuch"], 2, "invalid choice: 'nosuch'"),
     "kernel_choices": (["--help"], 0, "usage: kernel_choices.py"),
     "tune": (["--constants", "NOSUCH"], 2, "invalid choice: 'NOSUCH'"),
+    "instructions": (["--steps", "0"], 2, "--steps must be at least 1"),
 }
 
 
@@ -150,3 +151,25 @@ def test_a_result_prints_each_framework_s_gflops_its_share_of_the_peak_and_where
     pytest.importorskip("threadpoolctl")
     pytest.importorskip("torch")
     assert re.fullmatch(r".+ \| .*(avx|no avx).* \| .*BLAS.* \| PyTorch .+ \| 3 threads", machine(3)), machine(3)
+
+
+def test_instructions_counts_blas_by_library_and_by_mkl_function_name():
+    from bench.instructions import totals
+
+    report = """
+--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+1,767,324,916 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                    file:function
+--------------------------------------------------------------------------------
+279,493,500 (15.81%)  ???:sgemm_kernel_HASWELL [/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so]
+142,348,999 ( 8.05%)  Python/ceval.c:_PyEval_EvalFrameDefault'2 [/usr/lib/libpython3.11.so.1.0]
+ 70,800,000 ( 4.01%)  ???:mkl_blas_avx2_sgemm_kernel_nocopy_NT_b0 [/venv/torch/lib/libtorch_cpu.so]
+ 52,300,000 ( 2.96%)  ???:mkl_vml_kernel_sTanh_L9HAynn [/venv/torch/lib/libtorch_cpu.so]
+  1,190,000 ( 0.07%)  ???:sgemm_oncopy_HASWELL [/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so]
+"""
+    # OpenBLAS's two functions and MKL's BLAS kernel; MKL's vector math (tanh) is no BLAS, like NumPy's tanh
+    assert totals(report) == (1_767_324_916, 279_493_500 + 70_800_000 + 1_190_000)
