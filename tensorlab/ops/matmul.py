@@ -30,7 +30,7 @@ class MatMul(Function):
 
     def backward(self, gy):
         # Y = A B  =>  gA = gY B^T,  gB = A^T gY  (then summed over broadcast batch axes)
-        gy = gy.reshape(self.y_shape)
+        gy = _reshaped(gy, self.y_shape)
         ga = unbroadcast(gy @ self.b.swapaxes(-1, -2), self.a.shape)
         gb = unbroadcast(self.a.swapaxes(-1, -2) @ gy, self.b.shape)
         return _reshaped(ga, self.a_shape), _reshaped(gb, self.b_shape)
