@@ -1,7 +1,7 @@
 """The engines' training steps counted in CPU instructions (valgrind's callgrind), not timed.
 
 On a shared machine a step's time moves by 20-50% from one minute to the next, more than an engine change
-of a few percent; the instructions a step executes move by well under 1%. For a workload bound by the
+of a few percent; the instructions a step executes, counted three times, agreed to 0.01%. For a workload bound by the
 engine's own Python cost per op (bench/engines.py's chain) they are the yardstick of that cost, and its
 Python part counts the same on another x86 CPU. They leave out cache misses and how many instructions a
 cycle retires, so the timed ratio (bench/engines.py) stays the goal; this one shows whether a change did
@@ -9,7 +9,7 @@ what it meant to.
 
 Each engine's step, from bench/engines.py, runs 1 thread in a process of its own under callgrind, with
 Python's hash randomization off (PYTHONHASHSEED=0: sets and dicts laid out another way moved the counts by
-up to 4%) and counting off; after the warm-up steps the process switches counting on (callgrind_control)
+about 1%) and counting off; after the warm-up steps the process switches counting on (callgrind_control)
 for --steps steps. Printed per step: all instructions, those in BLAS (OpenBLAS, MKL), and the rest, against PyTorch
 (OpenBLAS clears a product's output with libc's memset, which valgrind counts byte by byte: in the rest).
 Needs valgrind (Debian: apt install valgrind). The chain takes about 2.5 minutes here, the MLP far longer:
