@@ -510,17 +510,21 @@ class Function:
         single = not isinstance(outputs, tuple)
         outputs = (outputs,) if single else outputs
         needs_graph = any_requires_grad and _grad_mode.enabled
-        results = [Tensor(y, requires_grad=needs_graph) for y in outputs]
-        for y, result in zip(outputs, results):  # a view (reshape, x[1:]) counts writes with the tensor it views
-            for t in tensors:
+        results, output_meta = [], []
+        for y in outputs:  # loops, not comprehensions: in Python 3.11 each comprehension is a call of its own
+            result = Tensor(y, requires_grad=needs_graph)
+            for t in tensors:  # a view (reshape, x[1:]) counts writes with the tensor it views
                 if y is t._data or (y.base is not None and _shares_memory(y, t._data)):
                     result._version_counter = t._version_counter
                     break
+            results.append(result)
+            output_meta.append((y.shape, y.dtype))
         if needs_graph:
-            self.inputs = tensors
-            self.output_meta = [(y.shape, y.dtype) for y in outputs]
+            self.inputs, self.output_meta = tensors, output_meta
             # what backward compares: each input's and output's array, version counter and version now
-            self.versions = [(t._data, t._version_counter, t._version_counter[0]) for t in (*tensors, *results)]
+            self.versions = versions = []
+            for t in tensors + results:
+                versions.append((t._data, t._version_counter, t._version_counter[0]))
             if single:  # most ops: one output, its output_index already 0
                 results[0].creator = self
             else:
