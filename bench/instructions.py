@@ -74,11 +74,15 @@ def worker(engine, workload, steps):
     step = engines.STEPS[engine](workload, 1)
     for _ in range(WARMUP):
         step()
-    toggle = ["callgrind_control", "-i", "on", str(os.getpid())]
-    subprocess.run(toggle, check=True, capture_output=True)
+    _counting("on")
     for _ in range(steps):
         step()
-    subprocess.run(toggle[:2] + ["off", toggle[3]], check=True, capture_output=True)
+    _counting("off")
+
+
+def _counting(state):
+    """Switch callgrind's counting in this process on or off."""
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 def main():

@@ -34,6 +34,11 @@ def unbroadcast(grad, shape):
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
-    summed = grad.sum(axis=broadcast_axes(grad.shape, shape), keepdims=grad.ndim == len(shape))
-    # a view (which a leaf's .grad would copy) only where both leading and size-1 axes were summed
-    return summed if summed.shape == shape else summed.reshape(shape)
+    # keepdims where no axis was added: the size-1 axes stay, and only a sum over both kinds needs a reshape
+    return reshaped(grad.sum(axis=broadcast_axes(grad.shape, shape), keepdims=grad.ndim == len(shape)), shape)
+
+
+def reshaped(grad, shape):
+    """grad in `shape`, as itself where it has that shape already: a fresh array stays fresh, not a view, which a
+    leaf keeps as its .grad without a copy (Tensor.backward copies a view: its memory may be another's too)."""
+    return grad if grad.shape == shape else grad.reshape(shape)

@@ -1,6 +1,6 @@
 """Matrix product with NumPy's rules: the last two axes multiply, leading axes broadcast."""
 
-from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
+from tensorlab.ops.broadcast import broadcast_shape, reshaped, unbroadcast
 from tensorlab.ops.dtypes import check_same_dtype
 from tensorlab.tensor import Function
 
@@ -30,16 +30,10 @@ class MatMul(Function):
 
     def backward(self, gy):
         # Y = A B  =>  gA = gY B^T,  gB = A^T gY  (then summed over broadcast batch axes)
-        gy = _reshaped(gy, self.y_shape)
+        gy = reshaped(gy, self.y_shape)
         ga = unbroadcast(gy @ self.b.swapaxes(-1, -2), self.a.shape)
         gb = unbroadcast(self.a.swapaxes(-1, -2) @ gy, self.b.shape)
-        return _reshaped(ga, self.a_shape), _reshaped(gb, self.b_shape)
-
-
-def _reshaped(g, shape):
-    """g in `shape`, as itself where it has that shape already: a fresh array, not a view of one, which a leaf keeps
-    as its .grad without a copy (Tensor.backward)."""
-    return g if g.shape == shape else g.reshape(shape)
+        return reshaped(ga, self.a_shape), reshaped(gb, self.b_shape)
 
 
 def _drop_vector_axes(shape, a_was_vector, b_was_vector):
