@@ -416,6 +416,12 @@ EDGE_VALUES = {  # label: (tensorlab, PyTorch, input, dtype)
     "var of one -inf, correction 1": (lambda x: x.var(), lambda x: x.var(), -np.inf, np.float64),
     "var of one NaN, correction 1": (lambda x: x.var(), lambda x: x.var(), np.nan, np.float32),
     "var of -inf and a number": (lambda x: x.var(axis=0), lambda x: x.var(0), [-np.inf, 1.0], np.float64),
+    "relu at NaN, the infinities and both zeros": (
+        F.relu,
+        torch.relu,
+        [np.nan, -np.inf, np.inf, -0.0, 0.0, -1.0, 2.0],
+        np.float32,
+    ),
 }
 
 

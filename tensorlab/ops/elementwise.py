@@ -334,7 +334,7 @@ class Relu(Function):
         # not x * (x > 0): that gives NaN at -inf. A row of zeros, not the number 0: NumPy 2.4's maximum has a
         # vector loop for two arrays only (84 against 216 us on (256, 1024) float32), and gives the same bits.
         y = xp.maximum(x, xp.zeros(x.shape[-1:], x.dtype))
-        self.passes = ~(y <= 0)  # y > 0, and NaN: PyTorch passes gy on where x is NaN
+        self.passes = y != 0  # y > 0, and NaN (y is never negative): PyTorch passes gy on where x is NaN
         return y
 
     def backward(self, gy):
