@@ -10,9 +10,12 @@ every call): the chosen value, the chosen value again, and the chosen one times 
 constant at its chosen value. --rounds rounds, the order rotated each round so that every value meets the same
 drift of the machine; in a round each value gets one untimed step and --steps timed steps of each workload, and
 keeps their median. A value's cost is the mean over the workloads of its median over the rounds against the chosen
-value's. Per setting and constant it prints the best value, the chosen one, how much slower the chosen one is
-than the best, and the noise: how far the chosen value's second measurement fell from its first. A distance
-within the noise is not a difference this machine showed.
+value's. The untimed step records what plan's cutting functions (plan.CUTS) answered under the value: a value that
+got the chosen one's answers everywhere (marked `=`) cut every piece of work the same way, so its cost differs from
+1 by the machine's noise alone. Per setting and constant it prints the best value of those that cut differently,
+the chosen one, how much slower the chosen one is than that best, and the noise: the farthest that a measurement
+of the chosen value's cuts (its second one, and every `=` value) fell from 1. A distance within the noise is not a
+difference this machine showed.
 
     python bench/tune.py                    # every setting, every constant: about 5 minutes a setting
     python bench/tune.py --constants ROW_PARTS MIN_PART_ROWS --threads 2
@@ -22,6 +25,7 @@ The last line reads `worst distance from the best: D% (NAME, setting; noise N%)`
 """
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -106,30 +110,58 @@ def child(threads, steps, rounds, constants, quick):
     workloads = [model_step(*TINY) if quick else build_step("seed_d256"), _tensorlab_step("mlp", threads)]
 
     def median_step(step):
-        step()  # untimed: the first step under a new value
+        """(the median time of `steps` steps, the cuts of an untimed first step under the new value)"""
+        cuts = cuts_of(step)
         times = []
         for _ in range(steps):
             start = time.perf_counter()
             step()
             times.append(time.perf_counter() - start)
-        return statistics.median(times)
+        return statistics.median(times), cuts
 
-    costs = {}
+    results = {}
     for name in constants:
         values = candidates(name, quick)
         labels = [str(values[0]), "again", *map(str, values[1:])]
         medians = {label: [[] for _ in workloads] for label in labels}
+        cuts = {label: [None] * len(workloads) for label in labels}
         for r in range(rounds):
             for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
                 setattr(plan, name, values[0] if label == "again" else type(values[0])(label))
                 for w, step in enumerate(workloads):
-                    medians[label][w].append(median_step(step))
+                    median, cuts[label][w] = median_step(step)
+                    medians[label][w].append(median)
         setattr(plan, name, values[0])
         chosen = [statistics.median(m) for m in medians[labels[0]]]
-        costs[name] = {
+        costs = {
             label: statistics.mean(statistics.median(m) / c for m, c in zip(medians[label], chosen)) for label in labels
         }
-    print(json.dumps(costs))
+        same = [label for label in labels if cuts[label] == cuts[labels[0]]]
+        results[name] = {"costs": costs, "same cuts": same}
+    print(json.dumps(results))
+
+
+def cuts_of(step):
+    """Run step() once; what plan's cutting functions (plan.CUTS) answered meanwhile, each answer with its count
+    (the pool's threads ask too, in no fixed order). Two values with the same answers cut all the work alike."""
+    answers, originals = collections.Counter(), {name: getattr(plan, name) for name in plan.CUTS}
+
+    def recorded(name, function):
+        def call(*args):
+            answer = function(*args)
+            answers[f"{name}{args} = {answer}"] += 1
+            return answer
+
+        return call
+
+    for name, function in originals.items():
+        setattr(plan, name, recorded(name, function))
+    try:
+        step()
+    finally:
+        for name, function in originals.items():
+            setattr(plan, name, function)
+    return answers
 
 
 def main(argv=None):
@@ -152,12 +184,13 @@ def main(argv=None):
     for label, env in settings(args.threads, args.quick):
         print(f"\n{label}")
         print(f"  {'constant':22}{'best':>12}{'chosen':>12}{'chosen vs best':>16}{'noise':>8}   cost of each value")
-        for constant, costs in run_child(env, args).items():
-            chosen = str(plan.CHOSEN[constant])
-            noise = 100 * abs(costs.pop("again") - 1)
-            best = min(costs, key=costs.get)
+        for constant, result in run_child(env, args).items():
+            costs, same, chosen = result["costs"], result["same cuts"], str(plan.CHOSEN[constant])
+            noise = 100 * max(abs(costs[label] - 1) for label in same)
+            del costs["again"]
+            best = min((v for v in costs if v == chosen or v not in same), key=costs.get)
             distance = 100 * (costs[chosen] / costs[best] - 1)
-            each = "  ".join(f"{v}: {c:.3f}" for v, c in costs.items())
+            each = "  ".join(f"{v}: {c:.3f}{'=' * (v in same and v != chosen)}" for v, c in costs.items())
             print(f"  {constant:22}{best:>12}{chosen:>12}{distance:>15.1f}%{noise:>7.1f}%   {each}")
             worst = max(worst, (distance, constant, label, noise))
     print(f"\nworst distance from the best: {worst[0]:.1f}% ({worst[1]}, {worst[2]}; noise {worst[3]:.1f}%)")

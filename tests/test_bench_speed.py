@@ -111,6 +111,25 @@ def test_tune_tries_the_chosen_value_first_and_keeps_whole_numbers_whole():
     assert candidates("ROW_PARTS", quick=True) == [16, 32]
 
 
+def test_tune_tells_a_value_that_changes_no_cut_from_one_that_does(monkeypatch):
+    """bench/tune.py marks a value whose cuts are the chosen value's: its cost is the machine's noise."""
+    from bench.tune import cuts_of
+    from tensorlab.kernels import linear, plan
+
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(shape).astype(np.float32) for shape in [(2048, 64), (1024, 64), (1024,)])
+    chosen = cuts_of(lambda: linear.linear_forward(x, w, b))
+    assert chosen  # two row parts (2 x 64 x 1024 rows' worth of work), each adding its bias in blocks
+    for name, value, same in [
+        ("ROW_PARTS", 32, True),  # two parts either way
+        ("MIN_PART_ROWS", 2048, False),  # one part: the product whole
+        ("BIAS_BLOCK_BYTES", 4096, False),  # the bias added every 64 rows, not 128
+    ]:
+        with monkeypatch.context() as patch:
+            patch.setattr(plan, name, value)
+            assert (cuts_of(lambda: linear.linear_forward(x, w, b)) == chosen) == same, name
+
+
 @pytest.mark.parametrize("framework", ["tensorlab", "pytorch"])
 def test_a_worker_measures_its_product_peak_and_where_a_step_goes(framework, tmp_path):
     pytest.importorskip("torch" if framework == "pytorch" else "numpy")

@@ -23,6 +23,7 @@ kernel run without eps (a relative change of about 5e-6), an embedding backward 
 repeated id, and a kernel without a row, all caught.
 """
 
+import ast
 import importlib
 import inspect
 import pkgutil
@@ -293,6 +294,20 @@ def test_a_kernel_without_a_row_is_caught(monkeypatch):
     monkeypatch.delitem(KERNELS, "exp_and_max")
     missing = ["tensorlab.kernels.rope.rope_twice", "tensorlab.kernels.softmax.exp_and_max"]
     assert kernels_without_a_row(monkeypatch) == missing
+
+
+def test_the_kernels_read_the_plan_only_through_its_cutting_functions():
+    """plan.CUTS is every cut a kernel makes: what bench/tune.py records to tell a value that changes no cut."""
+    for info in pkgutil.iter_modules(kernels.__path__):
+        if info.name == "plan":
+            continue
+        tree = ast.parse(inspect.getsource(importlib.import_module(f"tensorlab.kernels.{info.name}")))
+        read = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "plan"
+        }
+        assert read <= set(plan.CUTS), f"tensorlab/kernels/{info.name}.py reads plan.{sorted(read - set(plan.CUTS))}"
 
 
 def test_the_small_blocks_really_cut_the_inputs_into_several_of_unequal_sizes(monkeypatch):

@@ -64,7 +64,7 @@ def _product(a, b, bias=None):
     A product that plan.row_parts leaves whole is one plain OpenBLAS call, made here: no tasks, no buffer. A larger
     one gets its buffer and one task per plan.row_parts slice of the rows of a, or of the columns of b when they
     are more (a weight's gradient gy^T x has few rows and a long K): each task is one OpenBLAS call on one
-    thread, or with a bias one per block of its rows (plan.BIAS_BLOCK_BYTES), each block adding its bias while it
+    thread, or with a bias one per block of its rows (plan.bias_block_rows), each block adding its bias while it
     is in cache.
 
     Each element's sum over K stays whole in one part, in OpenBLAS's order, and a large product is cut the same
@@ -83,7 +83,7 @@ def _product(a, b, bias=None):
         if bias is None:
             np.matmul(a[rows], b, out=out[rows])
             return
-        block_rows = max(plan.MIN_PART_ROWS, plan.BIAS_BLOCK_BYTES // (out.shape[1] * out.itemsize))
+        block_rows = plan.bias_block_rows(out.shape[1] * out.itemsize)
         for start in range(rows.start, rows.stop, block_rows):
             block = slice(start, min(start + block_rows, rows.stop))
             np.matmul(a[block], b, out=out[block])

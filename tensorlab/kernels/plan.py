@@ -6,7 +6,8 @@ follow the products' shapes alone; bench/tune.py measures, setting by setting, h
 on a machine, beside that machine's noise (bench/RESULTS.md). Each can be set for a process by the environment
 variable TENSORLAB_<NAME>, read once at import (TENSORLAB_ROW_PARTS=4 python train.py ...). None of them depends on
 the thread count, so the bits of every result do not either (tensorlab/threads.py); a different value may change
-the last bits, as another BLAS kernel does.
+the last bits, as another BLAS kernel does. The kernels read them only through the functions below (CUTS), so a
+sweep can tell from their answers whether a value changes how any work is cut.
 """
 
 import os
@@ -78,6 +79,9 @@ BATCH_CUT_MAX_SHARE = _setting("BATCH_CUT_MAX_SHARE", 0.5)
 BIAS_BLOCK_BYTES = _setting("BIAS_BLOCK_BYTES", L2_PER_CPU)
 
 
+CUTS = ("cache_blocks", "row_parts", "batch_row_parts", "bias_block_rows")  # every cut the kernels make, made here
+
+
 def in_use():
     """name -> the value this process uses (the chosen one, or the environment's)."""
     return {name: globals()[name] for name in CHOSEN}
@@ -106,6 +110,12 @@ def row_parts(length, work):
     parts = power_of_two_at_most(min(ROW_PARTS, length // MIN_PART_ROWS, by_work))
     edges = [length * i // parts for i in range(parts + 1)]
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def bias_block_rows(row_bytes):
+    """How many rows of a product's output (rows of row_bytes) a part makes before it adds their bias: about
+    BIAS_BLOCK_BYTES of them, at least MIN_PART_ROWS."""
+    return max(MIN_PART_ROWS, BIAS_BLOCK_BYTES // max(row_bytes, 1))
 
 
 def batch_row_parts(rows, n_out, n_in):
