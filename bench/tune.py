@@ -17,7 +17,7 @@ the chosen one, how much slower the chosen one is than that best, and the noise:
 of the chosen value's cuts (its second one, and every `=` value) fell from 1. A distance within the noise is not a
 difference this machine showed.
 
-    python bench/tune.py                    # every setting, every constant: about 5 minutes a setting
+    python bench/tune.py                    # every setting, every constant: about 8 minutes a setting here
     python bench/tune.py --constants ROW_PARTS MIN_PART_ROWS --threads 2
     python bench/tune.py --quick            # tiny models, one setting, two values: proves the script runs
 

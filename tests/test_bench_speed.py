@@ -119,7 +119,7 @@ def test_tune_tells_a_value_that_changes_no_cut_from_one_that_does(monkeypatch):
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(shape).astype(np.float32) for shape in [(2048, 64), (1024, 64), (1024,)])
     chosen = cuts_of(lambda: linear.linear_forward(x, w, b))
-    assert chosen  # two row parts (2 x 64 x 1024 rows' worth of work), each adding its bias in blocks
+    assert chosen  # two row parts (the product's work is MIN_PART_WORK), each adding its bias every 128 rows
     for name, value, same in [
         ("ROW_PARTS", 32, True),  # two parts either way
         ("MIN_PART_ROWS", 2048, False),  # one part: the product whole
