@@ -115,7 +115,7 @@ def row_parts(length, work):
 def bias_block_rows(row_bytes):
     """How many rows of a product's output (rows of row_bytes) a part makes before it adds their bias: about
     BIAS_BLOCK_BYTES of them, at least MIN_PART_ROWS."""
-    return max(MIN_PART_ROWS, BIAS_BLOCK_BYTES // max(row_bytes, 1))
+    return max(MIN_PART_ROWS, BIAS_BLOCK_BYTES // row_bytes)
 
 
 def batch_row_parts(rows, n_out, n_in):
