@@ -90,14 +90,17 @@ def test_numpys_c_functions_are_not_taken_for_an_autograd():
     assert watched.engine_calls == []
 
 
-# ----- the engine's own code under another file name ---------------------------------------------------------------
-@pytest.mark.parametrize("filename", ["'my_own_helpers.py'", "__file__"])
-def test_the_engines_softmax_backward_recompiled_under_another_name_is_refused(tmp_path, filename):
-    """inspect.getsource of the engine's op, compiled again: a file name is no proof of whose code it is."""
+# ----- the engine's own code, copied into the student's file ------------------------------------------------------
+def test_the_engines_softmax_backward_copied_at_run_time_is_the_students_own_code(tmp_path):
+    """inspect.getsource of the engine's op, compiled again, is retyping it done by a program: the honour system.
+
+    The watch refuses calls into the engine's files; code in the student's own file, however it got there, is
+    theirs (docs/exercises.md says so). What it must still do is compute the right numbers.
+    """
     path = write(
         tmp_path,
         "softmax",
-        f"""
+        """
 import inspect
 import textwrap
 
@@ -106,34 +109,16 @@ import numpy as np
 from tensorlab.ops import softmax as engine_softmax
 from tensorlab.tensor import Function
 
-_copied = {{}}
+_copied = {}
 _source = textwrap.dedent(inspect.getsource(engine_softmax.Softmax.backward))
-exec(compile(_source, {filename}, "exec"), _copied)
+exec(compile(_source, __file__, "exec"), _copied)
 """
         + SOFTMAX_FORWARD
         + """
     backward = _copied["backward"]
 """,
     )
-    mine, right = softmax_gradient_of(path)
-    assert np.allclose(mine, right, rtol=1e-14, atol=1e-15)
     passed, out = checked("softmax", path)
-    assert not passed
-    assert "Softmax.backward calls tensorlab itself (tensorlab/ops/softmax.py: Softmax.backward, a copy of it" in out
-    assert "compiled under the name" in out, out
-
-
-def test_a_solution_that_reads_like_the_engine_is_the_students_own(tmp_path):
-    """The teachers' Mul.backward is, instruction for instruction, the engine's; from the student's file it passes."""
-    from tensorlab.ops.elementwise import Mul
-
-    path = tmp_path / "my_mul.py"
-    path.write_text((SOLUTIONS / "mul.py").read_text())
-    spec = importlib.util.spec_from_file_location("solution", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert watch.fingerprint(module.Mul.backward.__code__) == watch.fingerprint(Mul.backward.__code__)
-    passed, out = checked("mul", path)
     assert passed, out
 
 

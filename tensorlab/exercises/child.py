@@ -98,7 +98,6 @@ def serve(replies_fd):
     from tensorlab.exercises import catalog, student, watch  # noqa: F401 (their import is no case's time)
     from tensorlab.tensor import Tensor  # noqa: F401
 
-    watch.engine_code(pickle.loads(receive(requests)))  # the engine's fingerprints, from the parent
     send(replies, pack({}))  # ready
     while (message := receive(requests)) is not None:
         name, arguments = pickle.loads(message)
@@ -127,7 +126,6 @@ _student = _Student()
 
 def _load(display, source):
     """Run the student's source as a fresh module, its functions reported at `display` (their file's path)."""
-    from tensorlab.exercises import watch
     from tensorlab.exercises.student import StudentError, describe_exception
 
     _student.path = display
@@ -147,7 +145,6 @@ def _load(display, source):
         lines.append("Fix the syntax there (a missing bracket, colon or indentation is typical) and check again.")
         raise StudentError(*lines) from None
     linecache.cache[display] = (len(source), None, source.splitlines(True), display)  # its lines, for tracebacks
-    watch.register_student_code(code)
     try:
         exec(code, module.__dict__)
     except Exception as error:  # noqa: BLE001 (anything the student's top level raises is reported)

@@ -6,20 +6,19 @@ autograd; switching the hook off counts too) and the local variables of the stud
 when it returns, so the checker can compare each intermediate step (gp, gs, ...) with the
 reference's. Every file of the package counts as the engine except those that hold no answer
 (NOT_ENGINE: the exercises themselves, the Tensor class and the backend), so a folder added to
-the engine later is watched without a word here. Copies of the engine's code under another file
-name (`inspect.getsource` of an op, compiled again and run) are known by their bytecode and the
-names they use (`fingerprint`); code compiled from the student's own file
-(`register_student_code`) is theirs even when it happens to read like the engine's. No other
-library's autograd can be imported in the student's process (only NumPy and tensorlab are there).
+the engine later is watched without a word here. No other library's autograd can be imported in
+the student's process (only NumPy and tensorlab are there).
 
 It runs in the student's process, so code set on fooling it can switch it off unseen: it names
 the shortcut an honest student takes; the verdict on the numbers is the parent's (student.py).
+The engine's code copied into the student's file (typed out, or its source compiled again at run
+time) is the student's code to this watch: reading the engine is an honour-system matter
+(docs/exercises.md).
 """
 
 import contextlib
 import functools
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +28,6 @@ TENSORLAB = Path(__file__).resolve().parent.parent  # the tensorlab package fold
 # (roundoff.py: the wrapper TENSORLAB_ROUNDOFF_CHAOS puts around an op; the op it calls is the engine's answer)
 NOT_ENGINE = ("exercises/", "__init__.py", "backend.py", "random.py", "threads.py", "memory.py", "roundoff.py")
 AUTOGRAD = {"tensor.py": ("Tensor.backward", "Function.__call__", "topological_order")}  # of tensor.py, these count
-SMALLEST_COPY = 20  # bytes of bytecode: a smaller engine function (`self.axis = axis`) is no answer to copy
-_student_code = {}  # id -> code object compiled from a student's file (kept alive, so that ids stay unique)
-_engine = None  # engine_code's table, once made or received
 
 
 def _is_engine(where, name):
@@ -50,12 +46,12 @@ class Watch:
     def __init__(self, code):
         self.code = code
         self.engine_calls = []  # 'tensorlab/ops/softmax.py: Softmax.backward', in call order
-        self.student_calls = {}  # id of a code object of the student's file -> how often it was called
+        self.student_calls = {}  # code object outside tensorlab -> how often it was called
         self.locals = {}  # name -> array: the student's frame when it returned
 
     def calls(self, function):
         """How often `function` (of the student's file) ran inside the watched call."""
-        return self.student_calls.get(id(getattr(function, "__code__", None)), 0)
+        return self.student_calls.get(getattr(function, "__code__", None), 0)
 
     def profile(self, frame, event, arg):
         if event == "call":
@@ -64,14 +60,8 @@ class Watch:
             name = code.co_qualname
             if where and _is_engine(where, name):
                 self.engine_calls.append(f"tensorlab/{where}: {name}")
-            elif where is None and id(code) in _student_code:
-                self.student_calls[id(code)] = self.student_calls.get(id(code), 0) + 1
             elif where is None:
-                original = engine_code().get(fingerprint(code))
-                if original:
-                    self.engine_calls.append(
-                        f"tensorlab/{original}, a copy of it compiled under the name {Path(code.co_filename).name!r}"
-                    )
+                self.student_calls[code] = self.student_calls.get(code, 0) + 1
         elif event == "return" and frame.f_code is self.code:
             self.locals = {name: value for name, value in frame.f_locals.items() if isinstance(value, np.ndarray)}
 
@@ -90,17 +80,6 @@ def watch(code):
         sys.setprofile(previous)
 
 
-def register_student_code(code):
-    """Mark `code` and every function compiled with it as the student's own (their file, compiled by the checker)."""
-    for each in _nested(code):
-        _student_code[id(each)] = each
-
-
-def fingerprint(code):
-    """What a function does, whatever its file, line numbers or local names: its bytecode and the names it uses."""
-    return code.co_code, code.co_names
-
-
 def engine_use_line(name, calls):
     """The one line saying that a backward used tensorlab itself (or another autograd), or None."""
     if not calls:
@@ -109,38 +88,6 @@ def engine_use_line(name, calls):
         f"{name} calls tensorlab itself ({calls[0]}): that is the engine's answer, not yours. Write the "
         f"gradient with NumPy only, on the arrays backward gets (gy and what forward saved)."
     )
-
-
-def engine_code(known=None):
-    """fingerprint -> 'ops/softmax.py: Softmax.backward' for every function compiled from the engine's files.
-
-    Made once per process (compiling the engine takes longer than starting Python), or `known`: the checker makes
-    it once and hands it to each student's process (student.py), whose copy of the engine is the same files.
-    """
-    global _engine
-    if known is not None:
-        _engine = known
-    if _engine is not None:
-        return _engine
-    known = {}
-    for path in sorted(TENSORLAB.rglob("*.py")):
-        where = path.relative_to(TENSORLAB).as_posix()
-        for code in _nested(compile(path.read_text(), str(path), "exec")):
-            if not _is_engine(where, code.co_qualname):
-                continue
-            if len(code.co_code) >= SMALLEST_COPY and code.co_name != "<module>":
-                known.setdefault(fingerprint(code), f"{where}: {code.co_qualname}")
-    _engine = known
-    return known
-
-
-def _nested(code):
-    """`code` and every code object compiled inside it (functions, classes, lambdas, comprehensions)."""
-    found = [code]
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            found += _nested(constant)
-    return found
 
 
 @functools.cache
