@@ -77,11 +77,11 @@ def requests(exercise, seed):
         return [("topo", dict(index=i)) for i in range(len(topo.GRAPHS))]
     if exercise.name == "unbroadcast":
         shapes = unbroadcast.SHAPES + unbroadcast.SMALL_PAIRS + unbroadcast.every_small_pair(4, (1, 2))  # 4 axes too
-        return [("unbroadcast", dict(grad=rng.standard_normal(g), shape=s)) for g, s in shapes]
+        return [("function", dict(name="unbroadcast", args=(rng.standard_normal(g), s))) for g, s in shapes]
     shape = adamw.SHAPE
     return [
-        ("adamw", dict(param=rng.standard_normal(shape), grad=g, m=rng.standard_normal(shape) * 0.1,
-                       v=rng.random(shape) * 0.1, t=t, settings=settings))
+        ("function", dict(name="adamw_step", args=(rng.standard_normal(shape), g, rng.standard_normal(shape) * 0.1,
+                                                   rng.random(shape) * 0.1, t), settings=settings))
         for settings in adamw.CASES
         for t in (1, 2, 3)
         for g in (rng.standard_normal(shape), np.zeros(shape))
@@ -99,22 +99,26 @@ def _edge(x, edge):
 
 
 def answers(student, asked):
-    """What the student's process answers to each request: its data, or that it raised."""
+    """What the student's process answers to each request: its data, or "raised: " and the first line raised."""
     found = []
     for handler, arguments in asked:
         try:
             answer = student.call(handler, **arguments)
-        except (StudentError, Stopped):
-            answer = "raised"
+        except (StudentError, Stopped) as error:
+            answer = _raised(str(error))
         if isinstance(answer, dict):
             answer.pop("locals", None)
             answer.pop("shown", None)
             if "later_error" in answer:
-                answer["later_error"] = "raised"
+                answer["later_error"] = _raised(*answer["later_error"]["error"])
             if handler == "topo":
                 answer = _valid_order(answer["order"], arguments["index"])
         found.append(answer)
     return found
+
+
+def _raised(first="", *_):
+    return f"raised: {first.splitlines()[0] if first else ''}"
 
 
 def _valid_order(order, index):
@@ -144,6 +148,23 @@ def same(a, b):
     if isinstance(b, float) and isinstance(a, float):
         return a == b or (np.isnan(a) and np.isnan(b)) or abs(a - b) <= RTOL * max(abs(b), 1.0)
     return type(a) is type(b) and a == b
+
+
+def solution_answers(name, asked):
+    """The solution's answers to `asked`: every one data, for a mutant's answers to be compared with.
+
+    A request the solution cannot answer (a handler the student's process no longer has, arguments it does not
+    take) would make every mutant "raise" alike, the same as the solution: each would count as equivalent and none
+    as differing. So that is an error of this tool, said in one line.
+    """
+    with Student(f"{name}.py", (SOLUTIONS / f"{name}.py").read_text()) as student:
+        student.load()
+        found = answers(student, asked)
+    for (handler, _), answer in zip(asked, found):
+        raised = answer.get("later_error") if isinstance(answer, dict) else answer
+        if isinstance(raised, str) and raised.startswith("raised"):
+            raise RuntimeError(f"{name}: the solution cannot answer a {handler!r} request ({raised})")
+    return found
 
 
 # ----- the run --------------------------------------------------------------------------------------------------
@@ -178,9 +199,7 @@ def run(names, sample=None, seed=0, out=print):
         if sample:
             chosen = sorted(random.Random(f"{seed}{name}").sample(chosen, min(sample, len(found))))
         asked = requests(exercise, seed)
-        with Student(f"{name}.py", (SOLUTIONS / f"{name}.py").read_text()) as student:
-            student.load()
-            reference = answers(student, asked)
+        reference = solution_answers(name, asked)
         tally = dict(mutants=len(found), checked=0, differ=0, rejected=0, named=0, equivalent=0)
         equivalent, unnamed = [], []
         for i in chosen:

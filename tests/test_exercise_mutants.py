@@ -9,11 +9,11 @@ import os
 import secrets
 import sys
 
+import numpy as np
 import pytest
 
 from teachers import mutate
 from tensorlab.exercises import BY_NAME, EXERCISES, check
-from tensorlab.exercises.student import Student
 
 SOFTMAX_WITHOUT_MAX = """
 import numpy as np
@@ -64,15 +64,35 @@ def judged(name, source):
     """(differs, rejected) of `source` as a file for exercise `name`, against its solution, as mutate.run judges."""
     exercise = BY_NAME[name]
     asked = mutate.requests(exercise, seed=1)
-    with Student(f"{name}.py", (mutate.SOLUTIONS / f"{name}.py").read_text()) as student:
-        student.load()
-        reference = mutate.answers(student, asked)
+    reference = mutate.solution_answers(name, asked)
     differs, rejected, _ = mutate.judge(exercise, source, asked, reference, seed=1)
     return differs, rejected
 
 
 def test_the_softmax_recomputed_without_the_max_differs_near_1000_and_is_rejected():
     assert judged("softmax", SOFTMAX_WITHOUT_MAX) == (True, True)
+
+
+@pytest.mark.parametrize(
+    "name, what",
+    [
+        ("unbroadcast", "line 6: - -> +"),  # every exercise whose requests call a function of the file, not an op
+        ("adamw", "line 8: - -> +"),
+        ("topo", "line 14: not in -> in"),
+        ("value", "line 8: the constant 0.0 -> 1"),
+    ],
+)
+def test_a_mutant_of_each_kind_of_request_differs_from_its_solution(name, what):
+    """Planted: the requests of unbroadcast and adamw named handlers the student's process no longer had; the
+    solution "raised" on each as every mutant did, so all 28 and 95 mutants counted as equivalent."""
+    assert judged(name, dict(mutate.mutants(name))[what]) == (True, True)
+
+
+def test_a_request_the_solution_cannot_answer_stops_the_tool(monkeypatch):
+    """...and the tool now says so in one line, rather than counting every mutant as equivalent."""
+    monkeypatch.setattr(mutate, "requests", lambda exercise, seed: [("unbroadcast", dict(grad=np.ones(2), shape=()))])
+    with pytest.raises(RuntimeError, match="unbroadcast: the solution cannot answer a 'unbroadcast' request"):
+        mutate.run(["unbroadcast"], sample=1, out=lambda line: None)
 
 
 FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was added (docs/exercises.md)
