@@ -649,7 +649,9 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
     # gradient of its result), times the largest CONDITION met. An elementwise op's gradient is bounded element
     # by element: its own size, the upstream's, and the rounding carried in times the derivative |gradient /
     # upstream| (where log_softmax's g - p sum(g) cancelled to 1e-3, pow's derivative of 1e27 makes that
-    # rounding the size of the gradient); the largest bound is carried on to the steps before.
+    # rounding the size of the gradient); so is an op's whose result is one number (a loss, a sum) to every
+    # element (tanh's 1 - y^2 at a loss of 15 is 2e-13, one ulp of y apart in the two frameworks: 1e-3 of it);
+    # the largest bound is carried on to the steps before.
     upstream, scale, condition = u, 0.0, 1.0  # upstream: PyTorch's gradient of step k's result
     later = []  # (name, Case) of the steps after k: a documented difference there flows back to k
     for k in reversed(range(len(program.steps))):
@@ -669,9 +671,10 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
             g = np.zeros_like(tg) if g is None else np.asarray(g)
             where = "x" if i == 0 else f"argument {i}"
             tol = (scale * condition, max(rtol, _rtol(tg)))
-            if name not in SUMS and tg.shape == upstream.shape:  # elementwise: each element its own bound
+            elementwise = name not in SUMS and tg.shape == upstream.shape
+            if elementwise or (upstream.ndim == 0 and tg.ndim):  # each element its own bound (a loss: the number)
                 passed_on = np.maximum(max(carried, _scale(upstream)), carried * _gain(tg, upstream))
-                tol = (passed_on * condition, tol[1])
+                tol = (np.maximum(passed_on, 0.0 if elementwise else scale) * condition, tol[1])
                 amplified = max(amplified, _scale(passed_on))  # the steps before carry it on
             if g.dtype != tg.dtype or g.shape != tg.shape:
                 detail = f"{where}: tensorlab {g.dtype} {g.shape}, PyTorch {tg.dtype} {tg.shape}"

@@ -26,7 +26,7 @@ import tensorlab.functional as F
 from tensorlab import Tensor
 from tensorlab.ops import attention as att
 from tensorlab.ops import elementwise as ew
-from tensorlab.ops import reduce
+from tensorlab.ops import losses, reduce
 
 GATE_PROGRAMS = 5000  # about 10 s of one CPU
 SEED = 32
@@ -284,6 +284,37 @@ def test_rounding_amplified_by_a_derivative_is_excused_only_where_it_is(planted,
         assert difference is None, difference
     else:  # found at x[2], whose upstream did not cancel: x[0]'s tolerance is its own
         assert difference.kind == "gradient" and "at (2,)" in difference.detail, difference
+
+
+# Seed 1129221's: a mean binary cross-entropy of 15.3 (x at 0 and 1: PyTorch's log clamped at -100), then tanh.
+# tanh's 1 - y^2 there is 1.9e-13, and NumPy's and PyTorch's tanh of 15.3 are one ulp apart: 1e-3 of it, which the
+# BCE's derivatives of 1e10 carry to every element of the leaf's gradient.
+def _bce_then_tanh(t1, t4):
+    return fz.Program(
+        np.array([[0.5, 1.0, 0.5], [0.5, 0.0, 0.5]]),
+        [("binary_cross_entropy", {"t": np.array([[0.0, t1, 0.0], [0.0, t4, 0.0]]), "reduction": "mean"}),
+         ("tanh", {})],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "targets, planted",
+    [((0.5428094065735712, 0.4351903404549389), None), ((1.0, 0.0), 1 + 1e-4)],
+    ids=["as is", "planted"],
+)
+def test_rounding_a_loss_carries_to_every_element_is_excused_only_where_it_is(targets, planted, monkeypatch):
+    """As is, the loss is 15.3 and tanh saturates; with targets 1 and 0 at x = 1 and 0, the loss is 0.46 and tanh's
+    gradient 0.82: there BCE's gradient 1e-4 off is a difference."""
+    monkeypatch.setattr(fz, "_upstream", lambda *_: np.array(1.0))
+    if planted:
+        backward = losses.BinaryCrossEntropy.backward
+        off = lambda self, gy: tuple(g * planted for g in backward(self, gy))  # noqa: E731
+        monkeypatch.setattr(losses.BinaryCrossEntropy, "backward", off)
+    _, difference, _ = fz.run(_bce_then_tanh(*targets))
+    if planted is None:
+        assert difference is None, difference
+    else:
+        assert difference.kind == "gradient" and difference.op == "binary_cross_entropy", difference
 
 
 F32 = np.float32
