@@ -411,6 +411,12 @@ EDGE_VALUES = {  # label: (tensorlab, PyTorch, input, dtype)
         4.0,
         np.float64,
     ),
+    "0-d x ** a 0-d tensor of 0.5 at -inf": (
+        lambda x: x ** tensorlab.tensor(np.float32(0.5)),
+        lambda x: x ** torch.tensor(0.5),
+        -np.inf,
+        np.float32,
+    ),
     "a Python int ** a float64 tensor": (lambda x: (-3) ** x, lambda x: (-3) ** x, [-2.0, 0.5], np.float64),
     "std of float32 beyond its squares' range": (lambda x: x.std(), lambda x: x.std(), [1e30, -1e30], np.float32),
     "var of one -inf, correction 1": (lambda x: x.var(), lambda x: x.var(), -np.inf, np.float64),

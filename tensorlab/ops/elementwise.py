@@ -164,9 +164,11 @@ class PowTensor(BinaryOp):
 
 def _c_pow(a, b):
     """C's pow elementwise, as PyTorch's pow of two tensors. NumPy's power takes sqrt for an exponent of 0.5 that
-    repeats (stride 0), which parts from pow at -inf (NaN, not inf), so the exponent is given in full."""
+    repeats (stride 0, a 0-d array's too), which parts from pow at -inf (NaN, not inf), so the exponent is given in
+    full, at least one axis long."""
     xp = backend.array_module(a)
-    return xp.power(a, xp.array(xp.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape))))  # 0-d stays 0-d
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    return xp.power(a, xp.array(xp.broadcast_to(b, shape), ndmin=1)).reshape(shape)
 
 
 class Maximum(BinaryOp):
