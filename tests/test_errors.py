@@ -75,6 +75,10 @@ def test_shape_op_errors(backend):
         F.swapaxes(x, 0, -3)
     with pytest.raises(IndexError, match="getitem: index 5 does not fit shape " + shapes((3, 4))):
         x[5]
+    for index in ((1, slice(None), np.arange(8).reshape(2, 4) % 3), np.ones((2, 4, 5), bool)):  # reprs span lines
+        with pytest.raises(IndexError, match="getitem: index ") as refused:
+            x[index]
+        assert "\n" not in str(refused.value), str(refused.value)
 
 
 def test_axis_errors(backend):

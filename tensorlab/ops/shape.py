@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 from tensorlab import backend
 from tensorlab.ops.axes import normalize_axis
 from tensorlab.ops.broadcast import broadcast_shape, unbroadcast
@@ -92,7 +94,7 @@ class GetItem(Function):
         try:
             return x[self.index]
         except IndexError as error:
-            raise IndexError(f"getitem: index {self.index!r} does not fit shape {x.shape}: {error}") from None
+            raise IndexError(f"getitem: index {_shown(self.index)} does not fit shape {x.shape}: {error}") from None
 
     def backward(self, gy):
         # y = x[i]  =>  gx[i] += gy; an integer array may repeat an index, whose gradients then add up
@@ -161,10 +163,16 @@ def _check_axis_order_is_pytorchs(index, ndim):
             before += 1  # a slice keeps an axis, None adds one
     if before > 0:
         raise IndexError(
-            f"getitem: index {index!r} mixes ints and integer arrays apart from each other; NumPy puts the "
+            f"getitem: index {_shown(index)} mixes ints and integer arrays apart from each other; NumPy puts the "
             f"arrays' axes first, PyTorch in place of the arrays: index in two steps, the ints first "
             f"(x[1, :, idx] as x[1][:, idx]), or move the axes yourself"
         )
+
+
+def _shown(index):
+    """The index's repr on one line, for an error (an array's repr spans lines; a long one is cut short)."""
+    with np.printoptions(threshold=8, edgeitems=3):
+        return " ".join(repr(index).split())
 
 
 def _index_kind(part):
