@@ -417,6 +417,12 @@ EDGE_VALUES = {  # label: (tensorlab, PyTorch, input, dtype)
         -np.inf,
         np.float32,
     ),
+    "a ** a tensor of 1000 where b a^(b-1) overflows, times 0.08": (  # fuzz_torch, seed 1129224
+        lambda x: x ** tensorlab.tensor(np.float64(1000.0)) * 0.08,
+        lambda x: x ** torch.tensor(1000.0, dtype=torch.float64) * 0.08,
+        [0.0, 2.025607124412274],
+        np.float64,
+    ),
     "a Python int ** a float64 tensor": (lambda x: (-3) ** x, lambda x: (-3) ** x, [-2.0, 0.5], np.float64),
     "std of float32 beyond its squares' range": (lambda x: x.std(), lambda x: x.std(), [1e30, -1e30], np.float32),
     "var of one -inf, correction 1": (lambda x: x.var(), lambda x: x.var(), -np.inf, np.float64),

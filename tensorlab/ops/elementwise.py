@@ -157,7 +157,7 @@ class PowTensor(BinaryOp):
         xp = backend.array_module(gy)
         a, b, zero = self.a, self.b, gy.dtype.type(0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ga = xp.where(b == 0, zero, gy * b * _c_pow(a, b - 1))
+            ga = xp.where(b == 0, zero, gy * (b * _c_pow(a, b - 1)))  # b a^(b-1) first, as PyTorch: inf alike
             gb = gy * xp.where((a == 0) & (b >= 0), zero, self.y * xp.log(a))
         return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
