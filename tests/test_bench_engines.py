@@ -11,15 +11,22 @@ def as_float(loss):
     return float(getattr(loss, "data", loss)) if type(loss).__module__.startswith("dezero") else loss.item()
 
 
+# Each step's loss, relative to PyTorch's (float32): the chain's losses jump 61 -> 58 -> 43 (SGD at its rate is
+# chaotic there), so its third loss magnifies the rounding of two updates. Largest over ten round-off chaos seeds
+# and none (TENSORLAB_ROUNDOFF_CHAOS): 2.5e-7, 6.6e-7 and 1.0e-5 (the chain's; the MLP's 2.7e-7). Planted, a
+# learning rate 1% off in tensorlab's SGD moves the second and third losses by 6.7e-4 or more.
+TOLERANCES = (2e-6, 5e-6, 1e-4)
+
+
 @pytest.mark.parametrize("workload", ["chain", "mlp"])
 @pytest.mark.parametrize("engine", ["pytorch", "dezero", "mygrad"])
 def test_every_engine_runs_the_same_steps_as_tensorlab(workload, engine):
     if engine != "pytorch" and importlib.util.find_spec(engine) is None:  # optional, installed here
         pytest.skip(f"optional engine: pip install --no-deps {engine}")
     reference, other = STEPS["tensorlab"](workload, 1), STEPS[engine](workload, 1)
-    for _ in range(3):  # the first loss checks the model and the weights, the next two the updates
+    for rel in TOLERANCES:  # the first loss checks the model and the weights, the next two the updates
         expected = as_float(reference())
-        assert as_float(other()) == pytest.approx(expected, rel=1e-5)
+        assert as_float(other()) == pytest.approx(expected, rel=rel)
 
 
 def test_the_workloads_are_the_issues():
