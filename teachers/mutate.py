@@ -41,6 +41,7 @@ from tensorlab.exercises.student import Stopped, Student, StudentError
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 UNDOING = re.compile(r"added (to|around)|a term added|minus sign added|\+= for =|-> np.add.at|added$|keepdims -> False")
 TIME_LIMIT = 10.0
+RAISED = "raised: "  # begins the answer to a request the student's code raised on
 RTOL = 1e-9  # answers closer than this (relative to the largest) are the same up to rounding
 
 
@@ -105,20 +106,21 @@ def answers(student, asked):
         try:
             answer = student.call(handler, **arguments)
         except (StudentError, Stopped) as error:
-            answer = _raised(str(error))
+            answer = _raised(str(error).splitlines())
         if isinstance(answer, dict):
             answer.pop("locals", None)
             answer.pop("shown", None)
             if "later_error" in answer:
-                answer["later_error"] = _raised(*answer["later_error"]["error"])
+                answer["later_error"] = _raised(answer["later_error"]["error"])
             if handler == "topo":
                 answer = _valid_order(answer["order"], arguments["index"])
         found.append(answer)
     return found
 
 
-def _raised(first="", *_):
-    return f"raised: {first.splitlines()[0] if first else ''}"
+def _raised(lines):
+    """What a request answers when the student's code raised: RAISED and the first line saying what."""
+    return RAISED + (str(lines[0]) if lines else "")
 
 
 def _valid_order(order, index):
@@ -162,7 +164,7 @@ def solution_answers(name, asked):
         found = answers(student, asked)
     for (handler, _), answer in zip(asked, found):
         raised = answer.get("later_error") if isinstance(answer, dict) else answer
-        if isinstance(raised, str) and raised.startswith("raised"):
+        if isinstance(raised, str) and raised.startswith(RAISED):
             raise RuntimeError(f"{name}: the solution cannot answer a {handler!r} request ({raised})")
     return found
 
