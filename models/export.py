@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 from models.checkpoint import load_checkpoint
-from models.config import ModelConfig
 from models.run_dir import RunDirError, check_tokenizer, checked_path, holds_a_run
 from models.tokenizer import BPETokenizer
 from models.train_config import ConfigError, TrainConfig
@@ -90,11 +89,6 @@ def read_export(path):
     if not isinstance(description, dict) or description.get("format") != FORMAT:
         raise ExportError(f"{path} was not written by train.py export (no format {FORMAT!r} in its metadata)")
     return arrays, description
-
-
-def read_exported_config(path):
-    """The ModelConfig an export describes."""
-    return ModelConfig.from_dict(read_export(path)[1]["model"])
 
 
 def cmd_export(argv):
