@@ -95,7 +95,7 @@ def test_an_unfinished_stub_is_not_searched(tmp_path, monkeypatch):
         ("topo", "recursive", "keep your own stack"),  # the RecursionError's explanation
         ("mean", "expand_dims even with keepdims", "fails only with keepdims=True"),  # the keepdims note
         ("mean", "no expand_dims", "Why: gy lost the reduced axes"),  # the exercise's reading of what raised
-        ("sum", "divided by the axis length", "off by the axis"),  # a case's own diagnosis
+        ("softmax", "y(1 - y)", "You used y(1 - y)"),  # a slip of the case's, reproduced
     ],
 )
 def test_a_file_whose_slip_is_named_is_not_searched(tmp_path, monkeypatch, name, what, says):
@@ -189,3 +189,25 @@ def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_p
     in_order = [plain[n - 1] for n in first] + [line for n, line in enumerate(plain, 1) if n not in first]
     assert headers(wrong, first) == in_order
     assert headers(solution, first) == [line.replace(": FAILED", ": ok") for line in in_order]
+
+
+# a stranger's mistakes (2026-11-30: 51 written by someone who had not seen the checker) that its guesses misnamed
+@pytest.mark.parametrize(
+    "name, right, wrong, change",
+    [
+        ("ties", "(self.low <= self.x) & (self.x", "(self.low <= self.x) | (self.x", "| -> &"),  # the mask's &
+        ("function", "unbroadcast(gy * self.a / self.y", "unbroadcast(gy * 2 * self.a / self.y", ""),  # 2 times
+        ("topo", "    return order", "    return order[::-1]", ""),  # a right order reversed
+    ],
+)
+def test_a_slip_only_described_in_numbers_is_searched_and_named_at_its_line(tmp_path, name, right, wrong, change):
+    """A constant factor (its cause a guess: the 2 of a square root's derivative read as sqrt of an axis length 4),
+    which elements are wrong, or which pair breaks an order describe what is wrong but name no slip: the search
+    runs and names the line."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    assert source.count(right) == 1
+    source = source.replace(right, wrong)
+    code, report = check(tmp_path, source, name=name)
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if wrong.strip() in text)
+    assert code == 1 and report.found and report.found[0].startswith(f"{FOUND}{line} of my_{name}.py"), report.found
+    assert change in report.found[1]

@@ -16,6 +16,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from teachers import classroom
@@ -233,7 +234,8 @@ def test_a_wrong_one_hot_term_is_pointed_at_the_targets(capsys, tmp_path):
     assert "Only elements at the targets (row n, column targets[n]) are wrong" in out
 
 
-def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
+def test_a_setting_the_backward_ignores_is_named_by_the_slip_it_gives(capsys, tmp_path):
+    """No note guesses from which settings fail (it misled where a file failed with high=1.0 for a wrong mask)."""
     out = check_planted(
         capsys,
         tmp_path,
@@ -242,7 +244,8 @@ def test_a_setting_the_backward_ignores_is_pointed_out(capsys, tmp_path):
         "(gy * self.y).sum(axis=-1, keepdims=True)",
     )
     assert "case 1/5  Softmax: x (3, 5), axis=-1: ok" in out
-    assert "your backward passes with axis=-1, but not with axis=0, axis=1. Does it use self.axis" in out
+    assert "'x': Your row sum runs along axis 1, but this softmax was taken along axis 0: sum along self.axis" in out
+    assert "Note:" not in out
 
 
 def test_the_report_table_is_printed(capsys, tmp_path):
@@ -1043,8 +1046,7 @@ def test_var_divided_by_n_or_missing_its_2_is_named_as_a_constant_factor(capsys,
     assert "Your gradient is 0.8 times the right one, everywhere" in out  # n = 5 where n - 1 = 4 belongs
     assert "case 6/8  Var: x (3, 5, 6), axis=(0, 2), correction=0: ok" in out  # n - 0 = n: this case cannot tell
     out = check_planted(capsys, tmp_path, "var", line, "return gy * self.centered / self.dof")
-    assert "Your gradient is 1/2 times the right one, everywhere" in out
-    assert "a 2 from differentiating a square" in out
+    assert "Your gradient is 1/2 times the right one: off by 2, the constant of the power rule: the 2 of d(x^2)" in out
 
 
 def test_a_mask_that_drops_the_diagonal_is_localised_to_gs_and_named(capsys, tmp_path):
@@ -1092,3 +1094,20 @@ def test_a_tie_given_to_one_operand_and_clamp_limits_left_out_are_caught(capsys,
     out = check_planted(capsys, tmp_path, "ties", limits, "(self.low < self.x) & (self.x < self.high)")
     assert "case 3/4  Clamp: x (4, 5), low=-1.0, high=1.0: FAILED" in out
     assert "'x': At x equal to a limit (low or high) your gradient is 0; the limits count as inside" in out
+
+
+def test_one_gradient_that_ignores_gy_is_named_among_right_ones(capsys, tmp_path):
+    """Planted: gb without gy while ga has it; backward(2 gy) doubles ga, so the whole backward does not ignore gy."""
+    out = check_planted(
+        capsys, tmp_path, "mul", "unbroadcast(gy * self.a, self.b.shape)", "unbroadcast(self.a, self.b.shape)"
+    )
+    assert "Your gradient for 'b' stays the same when gy is doubled: it ignores gy" in out
+    assert "for 'a'" not in out
+
+
+def test_a_gradient_of_one_element_is_not_some_constant_times_the_right_one():
+    """Any two numbers are some constant times each other: a factor of 6.255 once named a missing gy."""
+    reports = {"b": None}
+    context = diagnose.Context({"a": (1, 2), "b": (1, 1)}, (1, 2), reports, atol=1e-8, rtol=1e-8)
+    assert diagnose._factor(np.array([[6.255]]), np.array([[1.0]]), context) is None
+    assert diagnose._factor(np.array([[6.255, 12.51]]), np.array([[1.0, 2.0]]), context) == pytest.approx(6.255)

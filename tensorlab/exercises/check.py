@@ -89,9 +89,8 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
         runs.append((f"{unit} {number}/{total}  {header}", lambda c=case, h=header, w=work: run(c, h, w)))
     runs = [runs[n - 1] for n in first] + [r for n, r in enumerate(runs, 1) if n not in first]
     failed = run_cases(runs, time_limit, out, student)
-    if failed and not not_written:
-        for line in _settings_note(exercise.cases, passed):
-            out(line)
+    if failed and not not_written and _fails_only_with_keepdims(exercise.cases, passed):
+        out(KEEPDIMS_NOTE)
     if failed:
         out(
             f"FAILED: {failed} of {total} {unit}s. Start with the first failed {unit} above, and check again after "
@@ -102,21 +101,6 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
     return not failed
 
 
-def _settings_note(cases, passed):
-    """A note when the cases that pass and those that fail differ in one setting (an axis, keepdims)."""
-    failed = [case for case in cases if case not in passed]
-    if not passed or not failed:
-        return []
-    for key in sorted({key for case in cases for key in case.settings}):
-        good = {repr(c.settings.get(key)) for c in passed}
-        bad = {repr(c.settings.get(key)) for c in failed}
-        if good & bad:
-            continue
-        if key == "keepdims" and bad == {"True"}:
-            return [KEEPDIMS_NOTE]
-        return [
-            f"Note: your backward passes with {', '.join(f'{key}={v}' for v in sorted(good))}, but not with "
-            f"{', '.join(f'{key}={v}' for v in sorted(bad))}. Does it use self.{key} everywhere, rather than a fixed "
-            f"value?"
-        ]
-    return []
+def _fails_only_with_keepdims(cases, passed):
+    """The cases that fail are exactly those with keepdims=True."""
+    return bool(passed) and all((case.settings.get("keepdims") is True) == (case not in passed) for case in cases)

@@ -35,11 +35,6 @@ FALLBACK = (
 )
 # said before the fallback, which then localises the slip: the first stage of the backward that goes wrong
 
-IGNORES_GY = (
-    "Your backward gives the same answer when gy is doubled: it ignores gy, the gradient arriving "
-    "from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local derivative by gy."
-)
-
 
 APPROXIMATE = 1e-6  # right to this (relative to the case's scale) but not exactly: finite differences or float32
 
@@ -61,6 +56,15 @@ class Context:
     def close(self, a, b):
         """a matches b: |a - b| <= atol + rtol * |b| everywhere."""
         return a.shape == b.shape and bool(np.all(np.abs(a - b) <= self.atol + self.rtol * np.abs(b)))
+
+
+def ignores_gy(names):
+    """The line for gradients that stay the same when gy is doubled."""
+    return (
+        f"Your gradient for {' and '.join(repr(n) for n in names)} stays the same when gy is doubled: it ignores gy, "
+        f"the gradient arriving from the output. By the chain rule dL/dx = dL/dy * dy/dx: multiply your local "
+        f"derivative by gy."
+    )
 
 
 # ----- wrong values: what gradcheck found --------------------------------------------------------------
@@ -203,9 +207,10 @@ def _whole_slices(wrong):
 
 
 def _factor(a, n, ctx):
-    """The constant c with a = c * n, when there is one and it is not 1 (or 0, or -1)."""
+    """The constant c with a = c * n, when there is one and it is not 1 (or 0, or -1): n has two nonzero elements at
+    least (any two numbers are some constant times each other)."""
     norm = float((n * n).sum())
-    if norm == 0:
+    if np.count_nonzero(n) < 2:
         return None
     c = float((a * n).sum()) / norm
     if abs(c) < 1e-6 or abs(abs(c) - 1) < 1e-3 or not ctx.close(a, c * n):
@@ -217,7 +222,13 @@ def _factor_message(c, name, ctx):
     k = abs(c) if abs(c) > 1 else 1 / abs(c)
     sign = " and has the wrong sign" if c < 0 else ""
     head = f"Your gradient is {_format_factor(c)} times the right one{sign}"
-    for length, words in _lengths(name, ctx):
+    if math.isclose(k, 2, rel_tol=1e-3):  # the power rule's 2, before an axis of length 2 or the square root of 4
+        return (
+            f"{head}: off by 2, the constant of the power rule: the 2 of d(x^2) = 2x dx, or the 1/2 of "
+            f"d sqrt(u) = du / (2 sqrt(u)), dropped or doubled (or a 1/n over 2 elements)."
+        )
+    lengths = _lengths(name, ctx)
+    for length, words in lengths:
         if math.isclose(k, length, rel_tol=1e-3):
             if abs(c) > 1:
                 why = (
@@ -231,6 +242,7 @@ def _factor_message(c, name, ctx):
                     f"where a sum (or a copy) belongs."
                 )
             return f"{head}: off by {words}; {why}"
+    for length, words in lengths:  # a square root only when no length itself fits
         if math.isclose(k, math.sqrt(length), rel_tol=1e-3):
             return (
                 f"{head}: off by sqrt({length}) = {math.sqrt(length):.4g}, the square root of {words}. "

@@ -1,7 +1,7 @@
 """One-change edits of Python source: the mutation tool's wrong answers, and the checker's way to find a slip.
 
 `edits(source, within)` lists every file that differs from `source` by one change inside the
-functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *), a minus sign dropped or
+functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dropped or
 added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2, its sign), a comparison's tie flipped
 (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis dropped,
 added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log
@@ -22,12 +22,14 @@ in the student's own code, whether anyone wrote that slip down or not.
 import ast
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+SWAPS |= {ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}  # masks: x >= low & x <= high
 TIES = {ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 TIES |= {ast.In: ast.NotIn, ast.NotIn: ast.In}
 REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max"}
 DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
 WRAPPERS = ("sqrt", "exp", "log")  # added around a value: the undoing of a dropped one
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.Gt: ">"}
+SYMBOLS |= {ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or"}
 BUILTINS = {"np", "tuple", "range", "len", "sum", "abs", "min", "max"}  # what an ingredient may read beside the file
 LONGEST = 40  # characters of an ingredient: a term or an axis, not a whole formula
 SYMBOLS |= {ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in"}
@@ -172,6 +174,9 @@ def _alternatives(node, saved, operand, added):
                 out.append((f"a transpose added to the {side} factor of @ (.T)", flipped))
         if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
             out += [(f"a term dropped: {ast.unparse(node)} -> {ast.unparse(t)}", t) for t in (node.left, node.right)]
+    elif isinstance(node, ast.BoolOp):
+        new = ast.Or if isinstance(node.op, ast.And) else ast.And
+        out.append((f"{SYMBOLS[type(node.op)]} -> {SYMBOLS[new]}", ast.BoolOp(new(), node.values)))
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         out.append(("a minus sign dropped", node.operand))
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):

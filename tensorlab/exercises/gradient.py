@@ -19,7 +19,7 @@ gradients saved from an earlier run do not fit. For every case:
 4. for a wrong input: the case's own slips (slips.py, each reproduced and compared), the
    general ones `diagnose` recognises, and the stage comparison (the student's variables
    against the reference's stages: which step first goes wrong); then the comparison's table;
-5. the same backward with 2 * gy, for a wrong answer: one that does not double ignores gy;
+5. the same backward with 2 * gy, for a wrong answer: a gradient that does not double ignores gy;
 6. for a right answer, the op run once through the engine (Function.__call__, Tensor.backward),
    which must give the same gradients.
 The backward's local variables are kept for the stage comparison. A case has a time limit (run_cases).
@@ -108,16 +108,17 @@ def _check_case(case, student, inputs, reference):
         scale=scale,
         settings=case.settings,
     )
-    ignores_gy = _ignores_gy(case, student, inputs, gy, grads, reference.y)
-    lines = [diagnose.IGNORES_GY] if ignores_gy else []
     wrong = [name for name, r in reports.items() if not r.passed]
+    ignored = _ignoring_gy(case, student, inputs, gy, grads, reference.y, wrong)
+    lines = [diagnose.ignores_gy(ignored)] if ignored else []
     yours = dict(zip(names, _as_tuple(grads)))
-    named = {}
-    if not ignores_gy:
-        for slip, explains in slips.recognise(case.slips, reference, yours, wrong, context.close):
-            lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
-            named.update(dict.fromkeys(explains, slip.name))
-    if case.probe and not ignores_gy:
+    named = dict.fromkeys(ignored, "ignores gy")
+    for slip, explains in slips.recognise(
+        case.slips, reference, yours, [n for n in wrong if n not in ignored], context.close
+    ):
+        lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
+        named.update(dict.fromkeys(explains, slip.name))
+    if case.probe and not ignored:
         probed = case.probe(lambda g: _student_op(case, student, inputs, g, reference.y)[1], inputs)
         lines += probed
         named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
@@ -126,9 +127,7 @@ def _check_case(case, student, inputs, reference):
         steps, advice = _stage_lines(reference, local_arrays, name, context)
         steps = [line for line in steps if line not in said]  # a shared stage is named once
         said.update(steps)
-        lines += diagnose.explain(
-            name, reports[name], context, detailed=not ignores_gy and name not in named, steps=steps, advice=advice
-        )
+        lines += diagnose.explain(name, reports[name], context, detailed=name not in named, steps=steps, advice=advice)
         if case.hint:
             lines += case.hint(inputs, name, reports[name], context)
     return lines + ["", "Compared with the analytic gradient:"] + [INDENT + line for line in _table(reports, scale)]
@@ -371,22 +370,22 @@ def _try_fixes(case, inputs, grads, fixes, reference):
     ]
 
 
-def _ignores_gy(case, student, inputs, gy, grads, expected):
-    """True when backward(2 gy) returns the same nonzero gradients as backward(gy)."""
+def _ignoring_gy(case, student, inputs, gy, grads, expected, wrong):
+    """The `wrong` inputs whose gradient is the same nonzero array for backward(2 gy) as for backward(gy)."""
     try:
         _, doubled, _ = _student_op(case, student, inputs, 2 * gy, expected)
     except StudentError:
-        return False
-    pairs = [
-        (g, d)
-        for g, d, x in zip(_as_tuple(grads), _as_tuple(doubled), inputs)
-        if x.dtype.kind == "f" and isinstance(g, np.ndarray) and isinstance(d, np.ndarray)
-    ]
-    return (
-        bool(pairs)
-        and all(g.shape == d.shape and np.allclose(g, d) for g, d in pairs)
-        and any(np.abs(g).max(initial=0) > 0 for g, _ in pairs)
-    )
+        return []
+    same = {
+        name
+        for name, g, d in zip(case.names, _as_tuple(grads), _as_tuple(doubled))
+        if isinstance(g, np.ndarray)
+        and isinstance(d, np.ndarray)
+        and g.shape == d.shape
+        and np.allclose(g, d)
+        and np.abs(g).max(initial=0) > 0
+    }
+    return [name for name in wrong if name in same]
 
 
 def _as_tuple(grads):

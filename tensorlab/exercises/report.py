@@ -31,13 +31,17 @@ FIX = re.compile(
     re.IGNORECASE,
 )
 WHO = re.compile(rf"^('[^']+'(?: and '[^']+')*: |{WHY})")  # "'q' and 'k': ", the inputs a slip explains; "Why: "
-NOTE = "Note: "  # a hint under the cases (a setting the backward ignores): named at `name`, left out at `none`
+NOTE = "Note: "  # a hint under the cases (keepdims ignored): named at `name`, left out at `none`
 KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fails exactly where keepdims=True
     "your backward fails only with keepdims=True. Then gy already has the reduced axes, as size 1: put them "
     "back (np.expand_dims) only when self.keepdims is False."
 )
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
-GENERAL = re.compile(r"^input '[^']+' \(shape [^)]*\): .*elements? (is|are) wrong")  # which elements, no why
+FACTS = re.compile(  # what is wrong, no slip named: which elements, where, a constant factor (its cause a guess),
+    # which pair breaks an order; names_the_slip leaves those to the search
+    r"^(input '[^']+' \(shape \([^)]*\)\): .*elements? (is|are) wrong|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times "
+    r"the right one|At (every|the) wrong element|The wrong elements fill|Wrong elements: |In your order )"  # topo's
+)
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix
 
@@ -94,14 +98,14 @@ def _clauses(text):
 
 
 def specific(lines):
-    """How precisely a failed case's lines say what is wrong: 2 a slip named, 1 only which elements are wrong,
+    """How precisely a failed case's lines say what is wrong: 2 a slip named, 1 only facts in numbers (FACTS),
     0 only that the code raised (no Why: line explains it) or that no slip fits."""
     text = " ".join(lines)
     if any(line.startswith(WHY) for line in lines):  # what the code raised, explained: the slip is named
         return 2
     if not lines or " raised " in text or "None of the usual slips fits" in text:
         return 0
-    return 1 if all(GENERAL.match(line) for line in lines) else 2
+    return 1 if all(FACTS.match(line) for line in lines) else 2
 
 
 def detail(line, hints):

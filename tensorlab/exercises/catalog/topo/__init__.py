@@ -86,21 +86,34 @@ def _topo_probe(index):
                 f"set of the nodes already visited): the backward walk would run its _backward twice and count "
                 f"its gradient twice."
             ]
-        position = {name: i for i, name in enumerate(order)}
-        for name in order:
-            for parent in nodes[name].parents:
-                if position[parent.name] > position[name]:
-                    return [
-                        f"In your order {name!r} (which uses {parent.name!r}) comes before {parent.name!r}. "
-                        f"The backward walk goes through the order reversed, so it would visit {parent.name!r} "
-                        f"before its consumer {name!r} has added its share into {parent.name!r}'s gradient: "
-                        f"put a node in the order only after all of its parents."
-                    ]
+        broken = _before_its_parent(order, nodes)
+        if broken and not _before_its_parent(order[::-1], nodes):
+            return [
+                "In your order every node comes before its parents: a right order reversed, root first. The backward "
+                "walk reverses the order itself, so return it with every node after its parents (root last)."
+            ]
+        if broken:
+            name, parent = broken
+            return [
+                f"In your order {name!r} (which uses {parent!r}) comes before {parent!r}. The backward walk goes "
+                f"through the order reversed, so it would visit {parent!r} before its consumer {name!r} has added its "
+                f"share into {parent!r}'s gradient: put a node in the order only after all of its parents."
+            ]
         if order[-1] != root.name:
             return ["root must come last: every other node is one of its ancestors."]
         return []
 
     return probe
+
+
+def _before_its_parent(order, nodes):
+    """The first (node, parent) of `order` where the node comes before its parent, or None."""
+    position = {name: i for i, name in enumerate(order)}
+    for name in order:
+        for parent in nodes[name].parents:
+            if position[parent.name] > position[name]:
+                return name, parent.name
+    return None
 
 
 EXERCISE = Exercise(
