@@ -192,7 +192,7 @@ def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_p
     assert "case 1/5  Mul: a (3, 4), b (3, 4): ok" in out
     assert "input 'b' has shape (4,), but your gradient for it has shape (3, 4) (the output's shape)" in out
     assert "A missing sum over the broadcast axes: sum over axis 0 to get back shape (4,):  gb = gb.sum(axis=0)" in out
-    assert "gb = gb.sum(axis=(0, 2)).reshape((3, 1))" in out  # b (3, 1) against a (2, 1, 4)
+    assert "gb = gb.sum(axis=(0, 1, 3)).reshape((3, 1))" in out  # b (3, 1) against a (2, 2, 1, 4)
     assert out.count("Changed that way, your gradient passes this case.") == 3  # the three cases where b is broadcast
 
 
@@ -772,6 +772,12 @@ ENGINE_SLIPS = [
         "You summed over the right axes (0,), but the result must "
         "have shape (1, 3): keep the stretched size-1 axes (keepdims=True)",
     ),
+    (  # a stranger's (two of 102 mistakes): the shapes lined up from the left, and the reshape raises
+        "unbroadcast",
+        [UNBROADCAST_RETURN, "return grad.sum(axis=tuple(range(len(shape), grad.ndim))).reshape(shape)"],
+        "probe 1/10  grad (2, 3) -> shape (3,): FAILED",
+        "The axes you summed are not those broadcasting added or stretched, (0,) here",
+    ),
     (
         "unbroadcast",
         [UNBROADCAST_RETURN, "return grad.sum()"],
@@ -873,9 +879,18 @@ def test_an_exception_points_at_the_students_line_with_the_shapes(capsys, tmp_pa
     assert "Shapes here: gy (3, 2); a (3, 4); b (4, 2)." in out
 
 
-def test_a_gy_changed_in_place_is_caught(capsys, tmp_path):
-    out = check_planted(capsys, tmp_path, "exp_log", "return gy * self.y", "gy *= self.y\n        return gy")
-    assert "Exp.backward changes gy in place" in out
+@pytest.mark.parametrize(
+    "name, right, wrong, changed",
+    [
+        ("exp_log", "return gy * self.y", "gy *= self.y\n        return gy", "Exp.backward changes gy in place"),
+        # a stranger's: the saved output aliased, then written (it read as an edited forward)
+        ("exp_log", "return gy * self.y", "gx = self.y\n        gx *= gy\n        return gx", "forward's output"),
+        ("exp_log", "return gy / self.x", "self.x **= -1\n        return gy * self.x", "Log.backward changes 'x' in"),
+    ],
+)
+def test_an_array_backward_was_handed_changed_in_place_is_caught(capsys, tmp_path, name, right, wrong, changed):
+    out = check_planted(capsys, tmp_path, name, right, wrong)
+    assert changed in out and "in place" in out and "does not compute what the exercise asks" not in out
 
 
 def test_a_syntax_error_names_the_line(capsys, tmp_path):
@@ -1111,3 +1126,10 @@ def test_a_gradient_of_one_element_is_not_some_constant_times_the_right_one():
     context = diagnose.Context({"a": (1, 2), "b": (1, 1)}, (1, 2), reports, atol=1e-8, rtol=1e-8)
     assert diagnose._factor(np.array([[6.255]]), np.array([[1.0]]), context) is None
     assert diagnose._factor(np.array([[6.255, 12.51]]), np.array([[1.0, 2.0]]), context) == pytest.approx(6.255)
+
+
+@pytest.mark.parametrize("name", ["function", "mul"])
+def test_an_unbroadcast_that_sums_one_leading_axis_fails(capsys, tmp_path, name):
+    """A stranger's, which passed every case while no input lay two axes short of the output."""
+    code, out = run(capsys, "check", name, plant(tmp_path, name, "range(leading)", "range(min(leading, 1))"))
+    assert code == 1 and "(2, 2, 1, 4)" in out, out

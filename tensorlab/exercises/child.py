@@ -216,18 +216,20 @@ def _op(cls, settings, inputs, gy, engine=False):
         _call(f"running {cls} through the engine", lambda: op_class(**settings)(*tensors).backward(gy.copy()))
         return {"grads": [np.zeros(t.shape) if t.grad is None else np.asarray(t.grad) for t in tensors]}
     op = _call(f"{cls}({args})", lambda: op_class(**settings))
-    y = _call(f"{cls}.forward", lambda: op.forward(*[x.copy() for x in inputs]))
+    xs = [x.copy() for x in inputs]
+    y = _call(f"{cls}.forward", lambda: op.forward(*xs))
     given = gy.copy()
-    answer = {"y": y}
+    answer = {"y": np.copy(y) if isinstance(y, np.ndarray) else y}
 
     def backward():
         grads, watched = _watched(type(op).backward, lambda: _call(f"{cls}.backward", lambda: op.backward(given)))
+        handed, before = [given, y, *xs], [gy, answer["y"], *inputs]  # gy, forward's output, its inputs
         answer.update(
             grads=grads,
             locals=watched.locals,
             engine_calls=watched.engine_calls,
             forwards=watched.calls(type(op).forward),
-            gy_changed=not np.array_equal(given, gy),
+            changed=[i for i, (a, b) in enumerate(zip(handed, before)) if not np.array_equal(a, b, equal_nan=True)],
         )
 
     return answer | _later(backward)

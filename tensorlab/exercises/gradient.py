@@ -7,8 +7,8 @@ gradients saved from an earlier run do not fit. For every case:
    tensorlab ops, its intermediates named: stages.py; the forward is given, and an edited one
    is reported before any gradient is judged);
 2. backward on gy, called directly and watched (watch.py): an exception, None, a Tensor, a
-   wrong shape or dtype, a gy changed in place, a call into the engine or another autograd (or
-   into a copy of the engine's code), or forward run again and again (finite differences) is
+   wrong shape or dtype, gy (or forward's output or inputs) changed in place, a call into the
+   engine or another autograd, or forward run again and again (finite differences) is
    explained here, in the student's terms;
 3. the gradients compared, element by element, with the analytic reference in float64 (the
    engine's autograd through that graph): an element is right
@@ -277,11 +277,13 @@ def _student_op(case, student, inputs, gy, expected):
             f"differences, an estimate of the gradient, not its formula. Derive the gradient and write it with "
             f"NumPy on gy and what forward saved."
         )
-    if answer["gy_changed"]:
+    changed = [["gy", "forward's output", *map(repr, case.names)][i] for i in answer["changed"]]
+    if changed:
         raise StudentError(
-            f"{name}.backward changes gy in place (as `gy *= ...` or `gy[...] = ...` do). The engine may hand "
-            f"the same gy array to other ops as well, whose gradients would change with it: compute into a "
-            f"new array instead, e.g. `gx = gy * ...`."
+            f"{name}.backward changes {' and '.join(changed)} in place (as `gy *= ...`, `g[...] = ...`, or "
+            f"`g = self.y` then `g *= gy`, where both names hold one array, do). The engine hands those arrays to "
+            f"other ops as well, whose results would change with them: compute into a new array instead, e.g. "
+            f"`gx = gy * ...`."
         )
     return y, answer["grads"], answer["locals"]
 

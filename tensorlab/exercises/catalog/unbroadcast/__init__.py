@@ -10,6 +10,7 @@ from itertools import combinations, product
 import numpy as np
 
 from tensorlab.exercises.check import Exercise, Probe
+from tensorlab.exercises.student import StudentError
 from tensorlab.exercises.watch import engine_use_line
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
 
@@ -45,7 +46,19 @@ SMALL_PAIRS = every_small_pair()
 def _unbroadcast_probe(grad_shape, shape):
     def probe(student, results, rng):
         grad = rng.standard_normal(grad_shape)
-        answer = student.call("function", name="unbroadcast", args=(grad, shape))
+        try:
+            answer = student.call("function", name="unbroadcast", args=(grad, shape))
+        except StudentError as error:  # a reshape that cannot fit: the sums left another number of elements (a fact:
+            # the search still looks for the edit that fixes it)
+            if "cannot reshape" not in error.lines[0]:
+                raise
+            raise StudentError(
+                *error.lines,
+                f"The axes you summed are not those broadcasting added or stretched, "
+                f"{_right_axes(grad_shape, shape)} here: summed over those, grad {grad_shape} has as many elements "
+                f"as {tuple(shape)}. Broadcasting lines the shapes up from the right, so the axes it added are the "
+                f"leading grad.ndim - len(shape) ones.",
+            ) from None
         used = engine_use_line("unbroadcast", answer["engine_calls"])
         if used:
             return [used]
@@ -56,10 +69,7 @@ def _unbroadcast_probe(grad_shape, shape):
         got_shape = np.shape(got)
         if got_shape == tuple(shape) and np.allclose(got, expected, rtol=1e-12, atol=1e-12):
             return []
-        leading = len(grad_shape) - len(shape)
-        right_axes = tuple(range(leading)) + tuple(
-            leading + i for i, n in enumerate(shape) if n == 1 and grad_shape[leading + i] != 1
-        )
+        leading, right_axes = len(grad_shape) - len(shape), _right_axes(grad_shape, shape)
         head = (
             f"unbroadcast(grad of shape {grad_shape}, {shape}) returned shape {got_shape}"
             + ("" if got_shape != tuple(shape) else " with the wrong values")
@@ -68,6 +78,14 @@ def _unbroadcast_probe(grad_shape, shape):
         return [head] + _unbroadcast_diagnosis(grad, shape, got, right_axes, leading)
 
     return probe
+
+
+def _right_axes(grad_shape, shape):
+    """The axes broadcasting added in front of `shape` or stretched from 1 to make `grad_shape`."""
+    leading = len(grad_shape) - len(shape)
+    return tuple(range(leading)) + tuple(
+        leading + i for i, n in enumerate(shape) if n == 1 and grad_shape[leading + i] != 1
+    )
 
 
 def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
