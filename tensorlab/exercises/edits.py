@@ -5,7 +5,7 @@ functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and o
 added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2, its sign), a comparison's tie flipped
 (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis dropped,
 added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log
-abs), a saved value swapped for another (self.a -> self.b), the returned values in another
+abs), a saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in another
 order, a condition negated, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
@@ -62,9 +62,10 @@ def edits(source, within=lambda function: True, ingredients=()):
 
 
 def _sites(tree, within):
-    """(node, the class's saved attribute names, whether it is an operand, the function's statement holding it) for
-    every node inside the accepted functions; an operand (of an operator, or a value assigned or returned) is where
-    a term can be changed whole. The statement is written anew around an edit; the rest of the file stays as it is."""
+    """(node, (the class's saved attribute names, the function's variables), whether it is an operand, the function's
+    statement holding it) for every node inside the accepted functions; an operand (of an operator, or a value
+    assigned or returned) is where a term can be changed whole. The statement is written anew around an edit; the
+    rest of the file stays as it is."""
     for top in tree.body:
         methods = [n for n in top.body if isinstance(n, ast.FunctionDef)] if isinstance(top, ast.ClassDef) else [top]
         saved = sorted(
@@ -74,11 +75,13 @@ def _sites(tree, within):
         )
         for function in methods:
             if isinstance(function, ast.FunctionDef) and within(function):
+                made = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                names = sorted(made | {a.arg for a in function.args.args} - {"self"})  # its variables and arguments
                 body = function.body[1:] if ast.get_docstring(function) else function.body
                 for statement in body:
                     operands = {id(o) for node in ast.walk(statement) for o in _operands(node)}
                     for node in ast.walk(statement):
-                        yield node, saved, id(node) in operands, statement
+                        yield node, (saved, names), id(node) in operands, statement
 
 
 def _operands(node):
@@ -136,6 +139,7 @@ def _is_value(node):
 def _alternatives(node, saved, operand, added):
     """[(what, replacement node)] for one node."""
     axes, reductions, terms, ingredients = added
+    saved, names = saved
     out = []
     if operand and not isinstance(node, ast.Constant):
         text = ast.unparse(node)
@@ -196,6 +200,10 @@ def _alternatives(node, saved, operand, added):
         new = TIES[type(node.ops[0])]
         what = f"{SYMBOLS[type(node.ops[0])]} -> {SYMBOLS[new]}"
         out.append((what, ast.Compare(node.left, [new()], node.comparators)))
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+        out += [
+            (f"the variable {node.id} -> {other}", ast.Name(other, ast.Load())) for other in names if other != node.id
+        ]
     elif isinstance(node, ast.Attribute) and node.attr == "T":
         out.append(("a transpose removed (.T)", node.value))
     elif on_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:

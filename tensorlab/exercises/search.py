@@ -24,6 +24,7 @@ MOST = 1000  # edits tried at most, in the order of _rank (a count, not a time: 
 EACH = 2.0  # seconds of the student's code per edited file (an edit can make a loop endless)
 GIVEN = {"forward", "__init__"}  # what a gradient exercise's stub gives: not the student's to get wrong
 KINDS = [  # (words in an edit's description, what kind of slip it undoes), the first that fits
+    ("the variable", "a variable (another one belongs there)"),
     ("a term dropped", "a term that does not belong there"),
     ("a term added", "a term left out"),
     ("a term put back", "a term left out"),
@@ -110,7 +111,7 @@ def _rank(what, unused, line):
         return 0 if what.endswith(unused) else 1 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 3
     if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
         return 2
-    return 1 if "added around" in what or "dropped" in what else 0
+    return 1 if "added around" in what or "dropped" in what or what.startswith("the variable") else 0
 
 
 def _unused(source):

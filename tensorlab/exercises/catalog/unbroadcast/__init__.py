@@ -56,8 +56,8 @@ def _unbroadcast_probe(grad_shape, shape):
                 *error.lines,
                 f"The axes you summed are not those broadcasting added or stretched, "
                 f"{_right_axes(grad_shape, shape)} here: summed over those, grad {grad_shape} has as many elements "
-                f"as {tuple(shape)}. Broadcasting lines the shapes up from the right, so the axes it added are the "
-                f"leading grad.ndim - len(shape) ones.",
+                f"as {tuple(shape)}. Broadcasting lines the shapes up from the right: it adds the leading "
+                f"grad.ndim - len(shape) axes and stretches those where `shape` has 1.",
             ) from None
         used = engine_use_line("unbroadcast", answer["engine_calls"])
         if used:
