@@ -75,8 +75,16 @@ def _sites(tree, within):
         )
         for function in methods:
             if isinstance(function, ast.FunctionDef) and within(function):
-                made = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-                names = sorted(made | {a.arg for a in function.args.args} - {"self"})  # its variables and arguments
+                names = sorted(  # its variables in arithmetic (gy, g, xhat): where a student reads one for another
+                    {
+                        o.id
+                        for n in ast.walk(function)
+                        if isinstance(n, ast.BinOp)
+                        for o in (n.left, n.right)
+                        if isinstance(o, ast.Name)
+                    }
+                    - BUILTINS
+                )
                 body = function.body[1:] if ast.get_docstring(function) else function.body
                 for statement in body:
                     operands = {id(o) for node in ast.walk(statement) for o in _operands(node)}
