@@ -75,21 +75,21 @@ def _sites(tree, within):
         )
         for function in methods:
             if isinstance(function, ast.FunctionDef) and within(function):
-                names = sorted(  # its variables in arithmetic (gy, g, xhat): where a student reads one for another
-                    {
-                        o.id
-                        for n in ast.walk(function)
-                        if isinstance(n, ast.BinOp)
-                        for o in (n.left, n.right)
-                        if isinstance(o, ast.Name)
-                    }
-                    - BUILTINS
-                )
+                names = sorted(_numbers(function))
                 body = function.body[1:] if ast.get_docstring(function) else function.body
                 for statement in body:
                     operands = {id(o) for node in ast.walk(statement) for o in _operands(node)}
                     for node in ast.walk(statement):
                         yield node, (saved, names), id(node) in operands, statement
+
+
+def _numbers(function):
+    """The function's arguments and the variables it assigns arithmetic to (g = gy * w): where a student reads one
+    value for another. No swap of a name changes this set, so every swap is undone by another."""
+    assigned = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign))]
+    computed = [n for n in assigned if any(isinstance(v, ast.BinOp) for v in ast.walk(n.value))]
+    stores = {t.id for n in computed for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    return stores | {a.arg for a in function.args.args} - {"self"}
 
 
 def _operands(node):
