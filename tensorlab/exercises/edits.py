@@ -43,9 +43,9 @@ def edits(source, within=lambda function: True, ingredients=()):
     added, lines = (axes, reductions, terms, ingredients), source.splitlines(keepends=True)
     found, seen = [], {source}
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    for node, saved, operand, statement in list(_sites(tree, within)):
+    for node, values, operand, statement in list(_sites(tree, within)):
         original = ast.unparse(statement)
-        for what, new in _alternatives(node, saved, operand, added):
+        for what, new in _alternatives(node, values, operand, added):
             ast.fix_missing_locations(ast.copy_location(new, node))
             _replace(parents[id(node)], node, new)  # in place, and back after: one tree for every edit
             code = ast.unparse(new if node is statement else statement)  # the statement, spelled anew
@@ -144,10 +144,10 @@ def _is_value(node):
     )
 
 
-def _alternatives(node, saved, operand, added):
-    """[(what, replacement node)] for one node."""
+def _alternatives(node, values, operand, added):
+    """[(what, replacement node)] for one node; `values`: the class's saved attributes, the function's variables."""
     axes, reductions, terms, ingredients = added
-    saved, names = saved
+    saved, names = values
     out = []
     if operand and not isinstance(node, ast.Constant):
         text = ast.unparse(node)
