@@ -13,7 +13,6 @@ with wrong values: `explain` compares the student's gradient A with the analytic
     A^T = R (last two axes)        a transposed product, hidden by a square shape
     A = c R                        a constant factor; named when c or 1/c is an axis length
                                    (a missing or extra 1/n) or its square root (a 1/sqrt(D))
-    only some elements wrong       which ones, and whether they fill whole rows or columns
 Where the backward's own variables hold its steps, the first step that goes wrong is named
 too (check.py); `band` says when the wrong elements of a (T, T) step lie on one diagonal
 (a mask that drops the diagonal, or lets in the next position).
@@ -26,7 +25,7 @@ import numpy as np
 
 from tensorlab.ops.broadcast import broadcast_axes
 
-LISTED = 12  # wrong elements named by index when only some are wrong
+LISTED = 12  # wrong elements named by index, at most (`listed`)
 
 FALLBACK = (
     "None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs). "
@@ -81,8 +80,6 @@ def explain(name, report, ctx, detailed=True, steps=(), advice=()):
     if not detailed:
         return lines
     hints = _approximate(name, a, n, ctx) or _whole_array_slip(name, a, n, report, ctx)
-    if not hints and count < total:
-        hints = _some_elements(name, a, n, wrong, ctx)
     if not hints and not steps:
         hints = [FALLBACK, *advice]
     elif not hints:
@@ -159,51 +156,6 @@ def _whole_array_slip(name, a, n, report, ctx):
     if c is not None:
         return [_factor_message(c, name, ctx)]
     return []
-
-
-def _some_elements(name, a, n, wrong, ctx):
-    hints = []
-    aw, nw = a[wrong], n[wrong]
-    if np.all(aw == 0):
-        hints.append(
-            "At every wrong element your gradient is 0, where the right one is not: a term is "
-            "missing there (a mask, an `if`, or an index that skips those elements)."
-        )
-    elif ctx.close(aw, -nw):
-        hints.append("At the wrong elements your gradient has the wrong sign; the others are right.")
-    else:
-        c = _factor(aw, nw, ctx)
-        if c is not None:
-            hints.append(
-                f"At the wrong elements your gradient is {_format_factor(c)} times the right one; the others are right."
-            )
-    slices = _whole_slices(wrong)
-    if slices:
-        hints.append(
-            f"The wrong elements fill {slices} of '{name}' entirely; everything else is right. "
-            f"What is special about those?"
-        )
-    wrong_at = [_index(i) for i in np.argwhere(wrong)[:LISTED]]
-    more = f" and {int(wrong.sum()) - LISTED} more" if wrong.sum() > LISTED else ""
-    hints.append(f"Wrong elements: {', '.join(wrong_at)}{more} (the table below shows the worst, with values).")
-    return hints
-
-
-def _whole_slices(wrong):
-    """'rows [1, 3]' when the wrong elements are exactly some whole slices along one axis, else ''."""
-    if wrong.ndim < 2:
-        return ""
-    for axis in range(wrong.ndim):
-        others = tuple(i for i in range(wrong.ndim) if i != axis)
-        hit = wrong.any(axis=others)
-        if hit.sum() < wrong.shape[axis] and np.array_equal(
-            wrong, np.broadcast_to(np.expand_dims(hit, others), wrong.shape)
-        ):
-            where = np.flatnonzero(hit).tolist()
-            if wrong.ndim == 2:
-                return f"{'rows' if axis == 0 else 'columns'} {where}"
-            return f"the slices {where} along axis {axis}"
-    return ""
 
 
 def _factor(a, n, ctx):

@@ -37,10 +37,10 @@ KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fai
     "back (np.expand_dims) only when self.keepdims is False."
 )
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
-FACTS = re.compile(  # what is wrong, no slip named: which elements, where, a constant factor (its cause a guess),
-    # which pair breaks an order; names_the_slip leaves those to the search
+FACTS = re.compile(  # what is wrong, no slip named: how many elements, a constant factor (its cause a guess), which
+    # pair breaks an order (topo's); names_the_slip leaves those to the search
     r"^(input '[^']+' \(shape \([^)]*\)\): .*elements? (is|are) wrong|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times "
-    r"the right one|At (every|the) wrong element|The wrong elements fill|Wrong elements: |In your order )"  # topo's
+    r"the right one|In your order )"
 )
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix
