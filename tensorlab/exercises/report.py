@@ -38,9 +38,9 @@ KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fai
 )
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
 FACTS = re.compile(  # what is wrong, no slip named: how many elements, a constant factor (its cause a guess), which
-    # pair breaks an order (topo's); names_the_slip leaves those to the search
+    # pair breaks an order or which nodes it leaves out (topo's); names_the_slip leaves those to the search
     r"^(input '[^']+' \(shape \([^)]*\)\): .*elements? (is|are) wrong|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times "
-    r"the right one|In your order )"
+    r"the right one|In your order |Your order leaves out )"
 )
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix
