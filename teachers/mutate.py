@@ -7,8 +7,8 @@ The technique of mutmut and cosmic-ray: each mutant is a solution with one chang
 writes (a backward and its helpers; the whole of value, topo, unbroadcast, function and
 adamw_step): an operator swapped, a sign or a term dropped, `=` for `+=`, a constant changed, a
 reduction dropped or swapped, keepdims or the axis dropped or changed, a transpose removed or
-added, a tie flipped, a math function dropped, a saved value swapped for another, the gradients
-returned in another order, a condition negated, a statement dropped.
+added, a tie flipped, `&` for `|`, a math function dropped, a saved value or a variable swapped for
+another, the gradients returned in another order, a condition negated, a statement dropped.
 
 Each mutant runs where a student's code runs (tensorlab.exercises.student) on the exercise's
 inputs and on edge inputs (fresh seeds, zeros, ties, inputs near 1,000: logits, scores), and its
