@@ -39,10 +39,12 @@ def inputs(*makers):
 # binary ops: equal shapes, a row broadcast over rows, both sides broadcast (one by two added axes: an unbroadcast
 # that sums one leading axis passes every case with one), and an axis added in front of a size-1
 # axis of the gradient's in front of a stretched one (an unbroadcast that looks up the wrong axis of the gradient,
-# leading, i or leading - i for leading + i, sums too little; one stretched to 2 shows a size test against 2 for 1)
+# leading, i or leading - i for leading + i, sums too little; one stretched to 2 shows a size test against 2 for 1),
+# and a stretched axis beside a size-1 axis of the gradient (a size test that reads the axis after it skips the sum)
 BROADCAST_PAIRS = [
     (normal(3, 4), normal(3, 4)),
     (normal(3, 4), normal(4)),
     (normal(2, 2, 1, 4), normal(3, 1)),
     (normal(1, 1, 2), normal(1, 1)),
+    (normal(1, 1), normal(3, 1)),
 ]
