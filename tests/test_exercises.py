@@ -802,13 +802,13 @@ ENGINE_SLIPS = [
     (
         "function",
         ["gy * self.a / self.y, self.a.shape", "gy * self.a, self.a.shape"],
-        "case 1/4",
+        "case 1/5",
         "'a': You left out the division by y",
     ),
     (
         "function",
         ["np.sqrt(a * a + b * b)", "np.sqrt(a * a + b)"],
-        "case 1/4",
+        "case 1/5",
         "Hypot.forward does not compute what the exercise asks: its output differs from the reference forward (at",
     ),
 ]
