@@ -101,8 +101,9 @@ FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was a
     ("mul", "line 18: a term dropped: leading + i -> i"),
     ("mul", "line 18: + -> -"),
     ("function", "line 21: a term dropped: leading + i -> leading"),
-    ("function", "line 21: the variable leading -> n"),  # the size test reads grad.shape[1 + i]: no size-1 axis of the
-    ("mul", "line 18: the variable i -> n"),  # gradient's beside a stretched one (2026-11-30)
+    # the size test reads grad.shape[1 + i] or [leading + 1]: no size-1 axis of the gradient's after a stretched one
+    ("function", "line 21: the variable leading -> n"),
+    ("mul", "line 18: the variable i -> n"),
 ]
 
 

@@ -203,8 +203,8 @@ def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_p
 )
 def test_a_slip_only_described_in_numbers_is_searched_and_named_at_its_line(tmp_path, name, right, wrong, change):
     """A constant factor (its cause a guess: the 2 of a square root's derivative read as sqrt of an axis length 4),
-    which elements are wrong, which pair breaks an order or which nodes it leaves out describe what is wrong but name
-    no slip: the search runs and names the line."""
+    how many elements are wrong, which pair breaks an order or which nodes it leaves out describe what is wrong but
+    name no slip: the search runs and names the line."""
     source = (SOLUTIONS / f"{name}.py").read_text()
     assert source.count(right) == 1
     source = source.replace(right, wrong)
