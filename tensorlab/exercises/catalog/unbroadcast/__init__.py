@@ -12,6 +12,7 @@ import numpy as np
 from tensorlab.exercises.check import Exercise, Probe
 from tensorlab.exercises.student import StudentError
 from tensorlab.exercises.watch import engine_use_line
+from tensorlab.ops.broadcast import broadcast_axes
 from tensorlab.ops.broadcast import unbroadcast as engine_unbroadcast
 
 SHAPES = [
@@ -55,7 +56,7 @@ def _unbroadcast_probe(grad_shape, shape):
             raise StudentError(
                 *error.lines,
                 f"The axes you summed are not those broadcasting added or stretched, "
-                f"{_right_axes(grad_shape, shape)} here: summed over those, grad {grad_shape} has as many elements "
+                f"{broadcast_axes(grad_shape, shape)} here: summed over those, grad {grad_shape} has as many elements "
                 f"as {tuple(shape)}. Broadcasting lines the shapes up from the right: it adds the leading "
                 f"grad.ndim - len(shape) axes and stretches those where `shape` has 1.",
             ) from None
@@ -69,7 +70,7 @@ def _unbroadcast_probe(grad_shape, shape):
         got_shape = np.shape(got)
         if got_shape == tuple(shape) and np.allclose(got, expected, rtol=1e-12, atol=1e-12):
             return []
-        leading, right_axes = len(grad_shape) - len(shape), _right_axes(grad_shape, shape)
+        leading, right_axes = len(grad_shape) - len(shape), broadcast_axes(grad_shape, shape)
         head = (
             f"unbroadcast(grad of shape {grad_shape}, {shape}) returned shape {got_shape}"
             + ("" if got_shape != tuple(shape) else " with the wrong values")
@@ -78,14 +79,6 @@ def _unbroadcast_probe(grad_shape, shape):
         return [head] + _unbroadcast_diagnosis(grad, shape, got, right_axes, leading)
 
     return probe
-
-
-def _right_axes(grad_shape, shape):
-    """The axes broadcasting added in front of `shape` or stretched from 1 to make `grad_shape`."""
-    leading = len(grad_shape) - len(shape)
-    return tuple(range(leading)) + tuple(
-        leading + i for i, n in enumerate(shape) if n == 1 and grad_shape[leading + i] != 1
-    )
 
 
 def _unbroadcast_diagnosis(grad, shape, got, right_axes, leading):
