@@ -1133,3 +1133,17 @@ def test_an_unbroadcast_that_sums_one_leading_axis_fails(capsys, tmp_path, name)
     """A stranger's, which passed every case while no input lay two axes short of the output."""
     code, out = run(capsys, "check", name, plant(tmp_path, name, "range(leading)", "range(min(leading, 1))"))
     assert code == 1 and "(2, 2, 1, 4)" in out, out
+
+
+def test_a_forward_that_returns_none_is_not_blamed_on_backward(monkeypatch):
+    """The in-place check compares what forward returned only when it is an array: comparing None raised TypeError
+    inside the checker, which reached the answer as 'Your code raised TypeError'."""
+    from tensorlab.exercises import child
+
+    source = (SOLUTIONS / "function.py").read_text().replace("        return self.y\n", "        return None\n", 1)
+    found = {}
+    exec(compile(source, "function.py", "exec"), found)
+    monkeypatch.setattr(child, "_target", lambda name: found[name])
+    a = np.ones((3, 4))
+    answer = child._op("Hypot", {}, [a, 2 * a], np.ones((3, 4)))
+    assert "later_error" not in answer and answer["changed"] == [] and answer["y"] is None

@@ -229,10 +229,15 @@ def _op(cls, settings, inputs, gy, engine=False):
             locals=watched.locals,
             engine_calls=watched.engine_calls,
             forwards=watched.calls(type(op).forward),
-            changed=[i for i, (a, b) in enumerate(zip(handed, before)) if not np.array_equal(a, b, equal_nan=True)],
+            changed=[i for i, (a, b) in enumerate(zip(handed, before)) if _written(a, b)],
         )
 
     return answer | _later(backward)
+
+
+def _written(now, before):
+    """An array changed since it was handed over (forward's output may be anything: only an array is compared)."""
+    return isinstance(now, np.ndarray) and not np.array_equal(now, before, equal_nan=True)
 
 
 def _value(index, values, upstream=None):
