@@ -153,7 +153,7 @@ def _empty_of_a_kernels_dtype(c):  # the dtype PyTorch's kernel refuses, on an e
     return empty and (c.x.dtype.kind == "b" or len({a.dtype for a in arrays}) > 1)  # matmul, linear: bools, two dtypes
 
 
-def _gelu_tail(c):  # within |x| eps of the exact value (float32: A&S 7.1.26's erf; 1 + tanh(u) cancels), or it
+def _gelu_tail(c):  # equal to the exact value (inf), or within |x| eps of it (float32: A&S 7.1.26; 1 + tanh(u) cancels)
     x = np.broadcast_to(c.x, c.ours.shape).astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         if c.args["approximate"] == "tanh":
