@@ -74,6 +74,19 @@ def test_a_term_or_an_axis_lost_whole_is_put_back_from_the_engines_formulas(tmp_
     assert report.found and kind in report.found[0], [case.lines for case in report.cases]
 
 
+def test_a_slip_that_explains_one_case_and_not_another_is_searched(tmp_path):
+    """gb summed to a's shape: where a has b's shape plus a front axis, "a missing sum over axis 0" fixes that
+    case; in another case a is the smaller one, and only the gradient's wrong shape is said. Not every failed
+    case names the slip, so the search runs and finds the one change."""
+    source = ast.unparse(ast.parse((SOLUTIONS / "mul.py").read_text()))
+    wrong = source.replace("unbroadcast(gy * self.a, self.b.shape)", "unbroadcast(gy * self.a, self.a.shape)")
+    assert wrong != source
+    _, report = check(tmp_path, wrong, name="mul")
+    lines = [" ".join(case.lines) for case in report.cases if not case.passed]
+    assert any("A missing sum over the broadcast axes" in text for text in lines)  # one case's own explanation
+    assert report.found[1].startswith(f"{CHANGE}self.a -> self.b, in ") and "self.a.shape)" in report.found[1]
+
+
 def test_two_slips_are_not_named_as_one(tmp_path):
     both = DIVIDED.replace("return gy / self.x", "return gy * self.x")  # Log's backward wrong too
     assert both != DIVIDED

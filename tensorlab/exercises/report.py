@@ -37,10 +37,11 @@ KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fai
     "back (np.expand_dims) only when self.keepdims is False."
 )
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
-FACTS = re.compile(  # what is wrong, no slip named: how many elements, a constant factor (its cause a guess), which
-    # pair breaks an order or which nodes it leaves out (topo's); names_the_slip leaves those to the search
-    r"^(input '[^']+' \(shape \([^)]*\)\): .*elements? (is|are) wrong|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times "
-    r"the right one|In your order |Your order leaves out )"
+FACTS = re.compile(  # what is wrong, no slip named: how many elements, a gradient's wrong shape, a constant factor
+    # (its cause a guess), which pair breaks an order or which nodes it leaves out (topo's); names_the_slip leaves
+    # those to the search
+    r"^(input '[^']+' (\(shape \([^)]*\)\): .*elements? (is|are) wrong|has shape .*, but your gradient for it has "
+    r"shape )|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times the right one|In your order |Your order leaves out )"
 )
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix
@@ -191,10 +192,11 @@ class Report:
 
     def names_the_slip(self):
         """True when the check says what the slip is: a failed case names it (`specific`, its table aside; a Why:
-        line explaining what the code raised), the cases fail exactly where keepdims=True, or the search found the
-        one edit that fixes the file."""
-        failed = [_explained(case) for case in self.cases if not case.passed]
-        return bool(self.found) or KEEPDIMS_NOTE in self.general or any(specific(lines) == 2 for lines in failed)
+        line explaining what the code raised) and none says only facts, the cases fail exactly where keepdims=True,
+        or the search found the one edit that fixes the file. A slip named in one case while another has only facts
+        (a sum that fixes one case's shape) is what that case shows, not yet the slip of the file."""
+        levels = {specific(_explained(case)) for case in self.cases if not case.passed}
+        return bool(self.found) or KEEPDIMS_NOTE in self.general or (2 in levels and 1 not in levels)
 
     def record(self, code):
         """The check as one JSON-ready dict; `code` is its exit code."""
