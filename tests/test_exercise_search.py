@@ -87,6 +87,15 @@ def test_a_slip_that_explains_one_case_and_not_another_is_searched(tmp_path):
     assert report.found[1].startswith(f"{CHANGE}self.a -> self.b, in ") and "self.a.shape)" in report.found[1]
 
 
+def test_an_axis_lost_to_a_variable_nothing_reads_is_put_back(tmp_path):
+    """`stretched` is computed and then never read: the axis it held was replaced, and it is tried there."""
+    source = ast.unparse(ast.parse((SOLUTIONS / "ties.py").read_text()))
+    wrong = source.replace("g.sum(axis=stretched, keepdims=True)", "g.sum(axis=0, keepdims=True)")
+    assert wrong != source
+    _, report = check(tmp_path, wrong, name="ties")
+    assert report.found[1].startswith(f"{CHANGE}axis -> stretched, in "), [case.lines for case in report.cases]
+
+
 def test_two_slips_are_not_named_as_one(tmp_path):
     both = DIVIDED.replace("return gy / self.x", "return gy * self.x")  # Log's backward wrong too
     assert both != DIVIDED

@@ -9,7 +9,8 @@ abs), a saved value or a variable swapped for another (self.a -> self.b, g -> gy
 order, a condition negated, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
-that is not a name the file reads, an axis changed to one the file no longer holds, and a minus
+that is not a name the file reads, an axis changed to one the file no longer holds (unless a
+variable holds it that nothing reads any more: those are tried as axes and terms), and a minus
 sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
 closes much of the second and third: expressions from elsewhere (the checker takes those of the
 engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading))
@@ -114,8 +115,9 @@ def _additions(tree, more_axes):
     each reduction call the file itself makes), and the names and attributes it reads or saves on self (a term
     left out is one of them): unparsed."""
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    unread = _unread(tree)
     axes = sorted(
-        {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes}
+        {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes, *unread}
     )
     reductions = [f".sum(axis={axis}{keep})" for axis in axes for keep in (", keepdims=True", "")] + [".sum()"]
     own = [n for n in calls if n.func.attr in REDUCTIONS and not (isinstance(n.func.value, ast.Name) and n.args)]
@@ -129,7 +131,16 @@ def _additions(tree, more_axes):
     values = [n for n in values if id(n) not in called]
     terms = {ast.unparse(n) for n in values if not (isinstance(n, ast.Name) and n.id in ("np", "self", "math"))}
     terms = {t for t in terms if not t.startswith(("np.", "math.")) and not t.endswith(("shape", "axis", "axes"))}
-    return axes, list(dict.fromkeys(reductions)), sorted(terms)
+    return axes, list(dict.fromkeys(reductions)), sorted(terms | unread)
+
+
+def _unread(tree):
+    """The variables a function assigns and nothing reads: where one belonged, an axis or a term was lost."""
+    names = [
+        n for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f) if isinstance(n, ast.Name)
+    ]
+    stored = {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return stored - {n.id for n in names if isinstance(n.ctx, ast.Load)} - {"_"}
 
 
 def on_self(node):
