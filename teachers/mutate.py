@@ -15,9 +15,10 @@ inputs and on edge inputs (fresh seeds, zeros, ties, inputs near 1,000: logits, 
 answers are compared with the solution's. A mutant whose answers differ anywhere must be
 rejected by the checker; one that gives the solution's answers everywhere is equivalent (listed,
 with the change that left the answers alone). For each exercise it prints the mutants, how
-many differ, how many the checker rejects, how many of those its diagnosis names (a slip, not
-only which elements are wrong or that the code raised), the equivalent ones and the unnamed ones. Exit code 1
-when a mutant that differs is accepted. --sample N checks N mutants per exercise (the test
+many differ, how many the checker rejects, how many of those its diagnosis names (a slip named
+in a failed case while none says only facts, such as which elements or which shape are wrong; or
+the one edit the search found: Report.names_the_slip), the equivalent ones and the unnamed ones.
+Exit code 1 when a mutant that differs is accepted. --sample N checks N mutants per exercise (the test
 suite's run); without it, every mutant (minutes per exercise).
 """
 

@@ -937,6 +937,14 @@ SUMS = {
     "clip_grad_norm_",
 }
 SUMS |= {name for name in OPS if name.startswith("nn.")}
+ELEMENTWISE_LOSSES = {"mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"}
+
+
+def adds_up(name, args):
+    """Whether the step's result adds up terms (SUMS): a loss of one term per element does not with reduction none."""
+    return name in SUMS and not (name in ELEMENTWISE_LOSSES and args.get("reduction") == "none")
+
+
 # How much a normalisation may magnify its inputs' round-off: (x - mean) / sqrt(var + eps) at var = 0 (a row of
 # equal values, or of one) is PyTorch's rounding of the mean times 1/sqrt(eps) (-2e-5 where tensorlab gives 0).
 NORMS = ("layer_norm", "rms_norm", "nn.LayerNorm", "nn.RMSNorm", "nn.TransformerBlock")

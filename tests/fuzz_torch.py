@@ -49,12 +49,12 @@ from fuzz_programs import (  # noqa: E402
     OPS,
     SAME,
     SQUARES,
-    SUMS,
     TL_NAMES,
     TORCH_NAMES,
     Const,
     _torch_normed,
     _torch_qkv,
+    adds_up,
     random_shape,
     values,
 )
@@ -63,7 +63,7 @@ import tensorlab  # noqa: E402
 
 TENSORLAB_DIR = str(Path(tensorlab.__file__).resolve().parent)
 # |ours - theirs| <= RTOL * (|theirs| + scale) elementwise, NaN and infinities where PyTorch has them. scale is 0
-# for an elementwise op; for one that adds up terms (fuzz_programs.SUMS) it is the largest finite magnitude of the
+# for an elementwise op; for one that adds up terms (fuzz_programs.adds_up) it is the largest finite magnitude of the
 # step's inputs and result (the round-off a sum of those terms may carry), times the op's CONDITION. RTOL is the
 # least precise dtype's of the program so far (float32 values carried into float64 keep float32's round-off).
 # Achieved over 100,000 programs where the ops agree: float64 7.4e-11 (a BCE gradient after pow: its 1/(p(1-p))
@@ -201,7 +201,7 @@ def _infinity_times_rounding(c):  # inf * d: one side's d rounds to 0 (NaN), the
     if finite is None:
         return False
     forward = [a for a in (c.x, *c.args.values()) if isinstance(a, np.ndarray)]
-    scale = _scale(finite) * (_scale(*forward) * _condition(c.op, c.args) if c.op in SUMS else 1.0)
+    scale = _scale(finite) * (_scale(*forward) * _condition(c.op, c.args) if adds_up(c.op, c.args) else 1.0)
     pairs = _gradients_again(c, finite)
     return pairs is not None and all(compare_values(o, t, scale, _rtol(t)) is None for o, t in pairs)
 
@@ -221,10 +221,11 @@ def _agrees_again(c):
 
 
 def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own float64 gives tensorlab's answer
-    """A float32 or float16 step whose result (or every input's gradient) PyTorch computes, in float64, as tensorlab
-    does in the step's dtype: where PyTorch's kernel loses what the exact result keeps (silu below -88.7, whose
-    1 / (1 + e^-x) is 0; a / b's gradient -a / b^2 where b^2 underflows and 0 / 0 is NaN)."""
-    if c.theirs.dtype not in (np.float32, np.float16):
+    """A step with a float32 or float16 array whose result (or every input's gradient) PyTorch computes, in float64,
+    as tensorlab does in the result's dtype: where PyTorch's kernel loses what the exact result keeps (silu below
+    -88.7, whose 1 / (1 + e^-x) is 0; a / b's gradient -a / b^2 where b^2 underflows and 0 / 0 is NaN; y ** x's
+    gradient x y^(x - 1) with x - 1 rounded in a float32 x's dtype before the float64 y meets it)."""
+    if not any(a.dtype in (np.float32, np.float16) for a in c.arrays()):
         return False
     if c.upstream is None:  # a value
         with _leaves_kept():
@@ -539,7 +540,7 @@ def _compare_step(k, op, ours, theirs, x, args, rtol):
     if o.shape != theirs_np.shape:
         return Difference("shape", op.name, k, f"tensorlab {o.shape}, PyTorch {theirs_np.shape}")
     inputs = [a for a in [x, *args.values()] if isinstance(a, np.ndarray)]
-    scale = _scale(theirs_np, *inputs) * _condition(op.name, args) if op.name in SUMS else 0.0
+    scale = _scale(theirs_np, *inputs) * _condition(op.name, args) if adds_up(op.name, args) else 0.0
     magnitude = _scale(*inputs)
     scale = max(scale, magnitude * magnitude) if op.name in SQUARES else scale  # inf past 1e154 (** 2 raises)
     rtol = max(rtol, _rtol(theirs_np, *inputs))
@@ -660,7 +661,7 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
         name, args = program.steps[k]
         condition, carried = max(condition, _condition(name, args)), scale  # carried: the upstream's rounding
         scale = max(scale, _scale(upstream, *(t.numpy() for _, t in grads if t is not None)))
-        if name in SUMS:
+        if adds_up(name, args):
             forward = [a for a in (inputs[k][0], *inputs[k][1].values()) if isinstance(a, np.ndarray)]
             scale = max(scale, _scale(*forward) * _scale(upstream))
         amplified = scale
@@ -671,7 +672,7 @@ def _compare_gradients(program, xs, inputs, taken, rtol):
             g = np.zeros_like(tg) if g is None else np.asarray(g)
             where = "x" if i == 0 else f"argument {i}"
             tol = (scale * condition, max(rtol, _rtol(tg)))
-            elementwise = name not in SUMS and tg.shape == upstream.shape
+            elementwise = not adds_up(name, args) and tg.shape == upstream.shape
             if elementwise or (upstream.ndim == 0 and tg.ndim):  # each element its own bound (a loss: the number)
                 passed_on = np.maximum(max(carried, _scale(upstream)), carried * _gain(tg, upstream))
                 tol = (np.maximum(passed_on, 0.0 if elementwise else scale) * condition, tol[1])
