@@ -345,8 +345,9 @@ def test_rounding_amplified_by_an_elementwise_loss_is_excused_only_where_it_is(p
 
 
 F32 = np.float32
-WIDENED = [  # row: a program a 100,000-program run (seeds 7, 8, 1130101 and 1130301) found outside the row as it was
+WIDENED = [  # row: a program a 100,000-program run (seeds 7, 8, 1130101, 1130301, 1130302) found outside it
     (32, fz.Program(np.array(-5.7135963e-11, F32), [("y ** x", {"y": np.array([-0.0])})], -1)),  # x - 1 in float32
+    (32, fz.Program(np.array([1e-30]), [("pow", {"y": np.array([-3.5821893], F32)})], -1)),  # 1e-30^(y - 1): 1.6e-5
     (25, fz.Program(np.array([np.inf, -3.0], F32), [("gelu", {"approximate": "none"})], -1)),  # PyTorch: NaN at inf
     (20, fz.Program(np.array(-2), [("y ** x", {"y": False})], -1)),
     (21, fz.Program(np.zeros((0, 3), np.int64), [("matmul", {"y": np.zeros((0, 3, 0), F32)})], -1)),
