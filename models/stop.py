@@ -20,7 +20,9 @@ class _StopOnSignal:
 
     `kill`, `docker stop`, a scheduler's pre-emption and a closed terminal send SIGTERM or SIGHUP:
     each is a polite request to stop, as Ctrl-C is. A second signal aborts at once (a KeyboardInterrupt):
-    what is being written then is a temporary file, and the files already there stay whole.
+    what is being written then is a temporary file, and the files already there stay whole. A signal ignored when
+    the run starts stays ignored: `nohup` ignores SIGHUP and a shell's background job ignores Ctrl-C, so that
+    closing the terminal or pressing Ctrl-C there leaves the run alone.
     """
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -43,8 +45,8 @@ class _StopOnSignal:
         self.requested, self.signum = False, None
         if threading.current_thread() is threading.main_thread():
             for name in self.SIGNALS:
-                if hasattr(signal, name):
-                    number = getattr(signal, name)
+                number = getattr(signal, name, None)
+                if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
                     self._old[number] = signal.signal(number, self._handle)
         return self
 

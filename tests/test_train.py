@@ -186,9 +186,19 @@ def tinyconfig_dropout():
     return json.loads(Path(TINY).read_text())["model"]["dropout"]
 
 
-def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, capsys, monkeypatch):
-    before = signal.getsignal(signal.SIGINT)  # Python's handler, or SIG_IGN in a shell's background job
+@pytest.fixture
+def as_in_a_terminal():
+    """SIGINT and SIGHUP as a terminal's foreground job has them (Python's handler, the default), whatever this
+    test process inherited (a shell's background job ignores SIGINT; nohup ignores SIGHUP); put back after."""
+    before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGHUP)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    for number, handler in before.items():
+        signal.signal(number, handler)
 
+
+def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, capsys, as_in_a_terminal):
     def press_ctrl_c(step):
         if step == 5:
             os.kill(os.getpid(), signal.SIGINT)  # the real signal, caught by train.py's handler
@@ -197,7 +207,23 @@ def test_ctrl_c_saves_a_checkpoint_after_the_current_step(corpus, tmp_path, caps
     assert status == 130 and "Ctrl-C" in err
     state = read_checkpoint(tmp_path / "run" / "checkpoints" / "latest")
     assert state["progress"]["step"] == 5
-    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGHUP"])
+def test_a_signal_ignored_when_the_run_starts_stays_ignored(corpus, tmp_path, capsys, as_in_a_terminal, name):
+    """nohup ignores SIGHUP and a shell's background job Ctrl-C: the run goes on to its end through them."""
+    number = getattr(signal, name)
+    signal.signal(number, signal.SIG_IGN)
+
+    def send(step):
+        if step == 5:
+            os.kill(os.getpid(), number)
+
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run"), capsys, on_step=send)
+    assert status == 0 and "saving a checkpoint" not in err
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest")["progress"]["step"] == STEPS
+    assert signal.getsignal(number) is signal.SIG_IGN
 
 
 def test_resume_of_a_finished_run_can_extend_it(run_dir, tmp_path, capsys):
