@@ -1,6 +1,6 @@
 """Every mutant of every solution caught: wrong answers derived from teachers/solutions/ mechanically.
 
-    python -m teachers.mutate [NAME ...] [--sample N] [--seed S]      (from the checkout's root)
+    python -m teachers.mutate [NAME ...] [--sample N] [--seed S] [--second N]     (from the checkout's root)
 
 The technique of mutmut and cosmic-ray: each mutant is a solution with one change
 (tensorlab/exercises/edits.py, the edits the checker's own search undoes) in the code a student
@@ -19,10 +19,13 @@ many differ, how many the checker rejects, how many of those its diagnosis names
 in a failed case while none says only facts, such as which elements or which shape are wrong; or
 the one edit the search found: Report.names_the_slip), the equivalent ones and the unnamed ones.
 Exit code 1 when a mutant that differs is accepted. --sample N checks N mutants per exercise (the test
-suite's run); without it, every mutant (minutes per exercise).
+suite's run); without it, every mutant (minutes per exercise). --second N checks instead N mutants of two
+changes per exercise (a mutant of a mutant, drawn from --seed): each that differs must be rejected too; the
+search undoes one change, so their naming is no goal.
 """
 
 import argparse
+import ast
 import random
 import re
 import sys
@@ -30,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tensorlab.exercises import stages
+from tensorlab.exercises import check, stages
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES, adamw, topo, unbroadcast, value
 from tensorlab.exercises.edits import edits
 from tensorlab.exercises.gradient import Case
@@ -53,9 +56,25 @@ def mutants(name):
     The edits that only undo a slip (a sign, a function or a reduction added to a term) are left out: a
     student leaves things out more than they put them in, and the checker's search tries them all anyway.
     """
-    source = (SOLUTIONS / f"{name}.py").read_text()
+    return _one_change(name, (SOLUTIONS / f"{name}.py").read_text())
+
+
+def _one_change(name, source):
     found = edits(source, students_part(BY_NAME[name]))
     return [(f"line {line}: {what}", text) for line, what, text in found if not UNDOING.search(what)]
+
+
+def second_order(name, count, seed):
+    """`count` mutants of two changes each, drawn from `seed`: a mutant of a mutant (a slip on a slip)."""
+    rng, firsts, found = random.Random(f"{seed}{name}"), mutants(name), []
+    solution = ast.dump(ast.parse((SOLUTIONS / f"{name}.py").read_text()))
+    while len(found) < count:
+        first, source = rng.choice(firsts)
+        seconds = [(w, text) for w, text in _one_change(name, source) if ast.dump(ast.parse(text)) != solution]
+        if seconds:
+            second, text = rng.choice(seconds)
+            found.append((f"{first}, then {second}", text))
+    return found
 
 
 # ----- the answers compared --------------------------------------------------------------------------------------
@@ -171,11 +190,15 @@ def solution_answers(name, asked):
 
 
 # ----- the run --------------------------------------------------------------------------------------------------
-def judge(exercise, source, asked, reference, seed):
-    """(differs, rejected, named) for one mutant's source."""
+def judge(exercise, source, asked, reference, seed, search=True):
+    """(differs, rejected, named) for one mutant's source; without `search`, the verdict alone (check.py)."""
     report = Report(exercise, f"{exercise.name}.py", "fix", show=None)
     try:
-        passed = check_file(exercise, f"{exercise.name}.py", report, TIME_LIMIT, seed, source)
+        if search:
+            passed = check_file(exercise, f"{exercise.name}.py", report, TIME_LIMIT, seed, source)
+        else:
+            with Student(f"{exercise.name}.py", source) as student:
+                passed = check.check(exercise, student, out=report, time_limit=TIME_LIMIT, seed=seed)
     except StudentError as error:
         passed = False
         report.cannot_check(error.lines)
@@ -192,14 +215,15 @@ def judge(exercise, source, asked, reference, seed):
     return differs, not passed, report.names_the_slip()
 
 
-def run(names, sample=None, seed=0, out=print):
-    """Check the mutants of each exercise; {name: counts}, and the lines of what slipped through."""
+def run(names, sample=None, seed=0, out=print, second=0):
+    """Check the mutants of each exercise (with `second`, that many of two changes); {name: counts}, and the lines of
+    what slipped through."""
     counts, slipped = {}, []
     for name in names:
         exercise = BY_NAME[name]
-        found = mutants(name)
+        found = second_order(name, second, seed) if second else mutants(name)
         chosen = range(len(found))
-        if sample:
+        if sample and not second:
             chosen = sorted(random.Random(f"{seed}{name}").sample(chosen, min(sample, len(found))))
         asked = requests(exercise, seed)
         reference = solution_answers(name, asked)
@@ -207,7 +231,7 @@ def run(names, sample=None, seed=0, out=print):
         equivalent, unnamed = [], []
         for i in chosen:
             what, source = found[i]
-            differs, rejected, named = judge(exercise, source, asked, reference, seed + i)
+            differs, rejected, named = judge(exercise, source, asked, reference, seed + i, search=not second)
             tally["checked"] += 1
             tally["differ"] += differs
             tally["rejected"] += rejected
@@ -217,7 +241,7 @@ def run(names, sample=None, seed=0, out=print):
                 equivalent.append(f"{what}{' (rejected all the same)' if rejected else ''}")
             elif not rejected:
                 slipped.append(f"{name}: {what}")
-            elif not named:
+            elif not named and not second:  # the search undoes one change: naming two is no goal
                 unnamed.append(what)
         counts[name] = tally
         out(
@@ -238,8 +262,9 @@ def main(argv=None):
     parser.add_argument("names", nargs="*", metavar="NAME", help="exercises (default: all)")
     parser.add_argument("--sample", type=int, help="check N mutants of each exercise, drawn from --seed")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--second", type=int, default=0, metavar="N", help="instead, N mutants of two changes each")
     args = parser.parse_args(argv)
-    _, slipped = run(args.names or [e.name for e in EXERCISES], args.sample, args.seed)
+    _, slipped = run(args.names or [e.name for e in EXERCISES], args.sample, args.seed, second=args.second)
     return 1 if slipped else 0
 
 

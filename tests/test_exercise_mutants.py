@@ -60,6 +60,16 @@ def test_a_sample_of_the_mutants_of_every_exercise_is_rejected_when_it_differs()
     assert not slipped, f"seed {seed}: {slipped}"
 
 
+def test_a_mutant_of_a_mutant_of_every_exercise_is_rejected_when_it_differs():
+    """Two changes at once (`--second`): the cases catch what no one change alone makes."""
+    seed = int(os.environ.get("MUTANTS_SEED", secrets.randbelow(1_000_000)))
+    lines = []
+    counts, slipped = mutate.run([e.name for e in EXERCISES], seed=seed, out=lines.append, second=1)
+    print(f"\nmutants of two changes drawn with seed {seed}:", *lines, sep="\n", file=sys.stderr)
+    assert all(c["checked"] == 1 for c in counts.values())
+    assert not slipped, f"seed {seed}: {slipped}"
+
+
 def judged(name, source):
     """(differs, rejected) of `source` as a file for exercise `name`, against its solution, as mutate.run judges."""
     exercise = BY_NAME[name]
@@ -120,5 +130,6 @@ def test_a_checker_that_accepts_a_mutant_that_differs_is_reported(monkeypatch):
         return True
 
     monkeypatch.setattr(check, "check", lenient)
-    counts, slipped = mutate.run(["exp_log"], sample=2, seed=0, out=lambda line: None)
-    assert counts["exp_log"]["differ"] == len(slipped) > 0
+    for drawn in (dict(sample=2), dict(second=2)):
+        counts, slipped = mutate.run(["exp_log"], seed=0, out=lambda line: None, **drawn)
+        assert counts["exp_log"]["checked"] == 2 and counts["exp_log"]["differ"] == len(slipped) > 0
