@@ -10,7 +10,7 @@ order, a condition negated, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
 that is not a name the file reads, an axis changed to one the file no longer holds (unless a
-variable holds it that nothing reads any more: those are tried as axes and terms), and a minus
+value holds it that nothing reads any more: `unread`, tried as axes and terms), and a minus
 sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
 closes much of the second and third: expressions from elsewhere (the checker takes those of the
 engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading))
@@ -115,10 +115,9 @@ def _additions(tree, more_axes):
     each reduction call the file itself makes), and the names and attributes it reads or saves on self (a term
     left out is one of them): unparsed."""
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-    unread = _unread(tree)
-    axes = sorted(
-        {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes, *unread}
-    )
+    lost = unread(tree)
+    axes = {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes}
+    axes = sorted(axes | {name for name in lost if name.isidentifier()})
     reductions = [f".sum(axis={axis}{keep})" for axis in axes for keep in (", keepdims=True", "")] + [".sum()"]
     own = [n for n in calls if n.func.attr in REDUCTIONS and not (isinstance(n.func.value, ast.Name) and n.args)]
     reductions += ["." + ast.unparse(ast.Call(ast.Name(n.func.attr), n.args, n.keywords)) for n in own]
@@ -131,16 +130,23 @@ def _additions(tree, more_axes):
     values = [n for n in values if id(n) not in called]
     terms = {ast.unparse(n) for n in values if not (isinstance(n, ast.Name) and n.id in ("np", "self", "math"))}
     terms = {t for t in terms if not t.startswith(("np.", "math.")) and not t.endswith(("shape", "axis", "axes"))}
-    return axes, list(dict.fromkeys(reductions)), sorted(terms | unread)
+    return axes, list(dict.fromkeys(reductions)), sorted(terms | set(lost))
 
 
-def _unread(tree):
-    """The variables a function assigns and nothing reads: where one belonged, an axis or a term was lost."""
-    names = [
-        n for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f) if isinstance(n, ast.Name)
-    ]
-    stored = {n.id for n in names if isinstance(n.ctx, ast.Store)}
-    return stored - {n.id for n in names if isinstance(n.ctx, ast.Load)} - {"_"}
+def unread(tree):
+    """['self.b', 'gy', ...]: the values a file makes or is given and never reads (saved on self, assigned to a name,
+    an argument; reading only its shape, ndim or dtype does not count): where one belonged, a term or an axis was
+    lost."""
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or on_self(n)]
+    made = {ast.unparse(n) for n in values if isinstance(n.ctx, ast.Store)}
+    made |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg != "self"}
+    read = {
+        ast.unparse(n)
+        for n in values
+        if isinstance(n.ctx, ast.Load) and getattr(parents[id(n)], "attr", None) not in ("shape", "ndim", "dtype")
+    }
+    return sorted(made - read - {"_"})
 
 
 def on_self(node):

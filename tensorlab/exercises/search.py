@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from tensorlab.exercises.check import check
-from tensorlab.exercises.edits import edits, ingredients, on_self
+from tensorlab.exercises.edits import edits, ingredients, unread
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import CHANGE, FOUND
 from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError, Wrong
@@ -64,7 +64,7 @@ def found(exercise, path, source, seed, first=()):
         tried = edits(source, students_part(exercise), ingredients(source, _engine_sources()))
     except SyntaxError:
         return []
-    unused, lines = _unused(source), source.splitlines()
+    unused, lines = tuple(f" {name}" for name in unread(ast.parse(source))), source.splitlines()
     tried.sort(key=lambda edit: _rank(edit[1], unused, lines[edit[0] - 1]))
     student = None
     try:
@@ -103,7 +103,7 @@ def _passes(exercise, student, text, seed, first):
 
 
 def _rank(what, unused, line):
-    """A value the file made (or was given) and never read, put back as a term, first (`unused`: see _unused); then
+    """A value the file made (or was given) and never read, put back as a term, first (`unused`: edits.unread); then
     swaps, flips, changed arguments and a term the edited line reads elsewhere; whole functions and reductions
     added, terms put back from the engine's formulas; the file's other names as terms, last."""
     if what.startswith("a term added"):
@@ -112,22 +112,6 @@ def _rank(what, unused, line):
     if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
         return 2
     return 1 if "added around" in what or "dropped" in what or what.startswith("the variable") else 0
-
-
-def _unused(source):
-    """(' self.b', ' gy', ...): the values the file makes or is given and never reads (saved on self, assigned to a
-    name, an argument; their shape, ndim or dtype aside): most likely the term the file lost."""
-    tree = ast.parse(source)
-    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or on_self(n)]
-    made = {ast.unparse(n) for n in values if isinstance(n.ctx, ast.Store)}
-    made |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg != "self"}  # gy, unread
-    read = {
-        ast.unparse(n)
-        for n in values
-        if isinstance(n.ctx, ast.Load) and getattr(parents[id(n)], "attr", None) not in ("shape", "ndim", "dtype")
-    }
-    return tuple(f" {name}" for name in sorted(made - read - {"_"}))
 
 
 def _kind(what):
