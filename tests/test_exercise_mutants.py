@@ -117,6 +117,16 @@ FOUND_BY_FULL_RUNS = [  # (exercise, the mutant): each passed until a case was a
 ]
 
 
+@pytest.mark.parametrize("name", ["unbroadcast", "function", "mul", "ties"])
+@pytest.mark.parametrize("size", [0.5, 2, 3, 4])
+def test_a_size_test_against_another_length_than_1_is_rejected(name, size):
+    """Found by `--second`: ties' `g.shape[i] != 4` for `!= 1` (two changes: 1 -> 2 -> 4) passed, since no case
+    stretched an axis to 4. Every hand-made sum to a shape now meets axes stretched to 2, 3 and 4."""
+    solution = (mutate.SOLUTIONS / f"{name}.py").read_text()
+    assert solution.count("] != 1)") == 1
+    assert judged(name, solution.replace("] != 1)", f"] != {size})")) == (size != 0.5, size != 0.5)
+
+
 @pytest.mark.parametrize("name, what", FOUND_BY_FULL_RUNS)
 def test_the_mutants_full_runs_found_passing_differ_and_are_rejected(name, what):
     assert judged(name, dict(mutate.mutants(name))[what]) == (True, True)

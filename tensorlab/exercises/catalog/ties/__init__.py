@@ -73,8 +73,8 @@ EXERCISE = Exercise(
         Case("Maximum", ("a", "b"), inputs(_whole(1, 3, 4), _whole(1, 3, 4)), maximum, slips=MAXIMUM),
         Case("Maximum", ("a", "b"), inputs(_whole(1, 2, 3, 4), _whole(1, 4)), maximum, slips=MAXIMUM),
         Case("Clamp", ("x",), inputs(_whole(2, 4, 5)), clamp, dict(low=-1.0, high=1.0), slips=CLAMP),
-        # size-1 axes stretched on both sides (and one added in front): the sums a broadcast asks for, at ties; one
-        # stretched to 2, so that a size test against 2 for 1 shows
-        Case("Maximum", ("a", "b"), inputs(_whole(1, 3, 1), _whole(1, 2, 1, 2)), maximum, slips=MAXIMUM),
+        # size-1 axes stretched on both sides (and one added in front): the sums a broadcast asks for, at ties; to 2,
+        # 3 and 4, so that a size test against another length for 1 shows
+        Case("Maximum", ("a", "b"), inputs(_whole(1, 1, 3, 1), _whole(1, 2, 4, 1, 2)), maximum, slips=MAXIMUM),
     ],
 )
