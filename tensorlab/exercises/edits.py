@@ -134,13 +134,14 @@ def _additions(tree, more_axes):
 
 
 def unread(tree):
-    """['self.b', 'gy', ...]: the values a file makes or is given and never reads (saved on self, assigned to a name,
-    an argument; reading only its shape, ndim or dtype does not count): where one belonged, a term or an axis was
-    lost."""
+    """['self.b', 'gy', ...]: the values the file's functions make or are given and nothing reads (saved on self,
+    assigned to a name, an argument; reading only its shape, ndim or dtype does not count): where one belonged, a term
+    or an axis was lost."""
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    inside = [n for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for n in ast.walk(f)]
     values = [n for n in ast.walk(tree) if isinstance(n, ast.Name) or on_self(n)]
-    made = {ast.unparse(n) for n in values if isinstance(n.ctx, ast.Store)}
-    made |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg != "self"}
+    made = {ast.unparse(n) for n in inside if (isinstance(n, ast.Name) or on_self(n)) and isinstance(n.ctx, ast.Store)}
+    made |= {n.arg for n in inside if isinstance(n, ast.arg) and n.arg != "self"}
     read = {
         ast.unparse(n)
         for n in values
