@@ -35,6 +35,14 @@ def command(*args):
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
 
 
+def as_in_a_terminal():
+    """In the child, before train.py starts: Ctrl-C and SIGHUP as a terminal's foreground job gets them, even where
+    this suite runs with them ignored (`nohup`, `cmd &` in a script): a run started with one ignored keeps ignoring
+    it."""
+    for number in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def run(*args, timeout=180):
     return subprocess.run(command(*args), capture_output=True, text=True, env=ENV, timeout=timeout, cwd=ROOT)
 
@@ -48,6 +56,7 @@ def start_in_background(out, corpus, *extra, stderr_path):
         stderr=stderr,
         env=ENV,
         cwd=ROOT,
+        preexec_fn=as_in_a_terminal,
     )
     deadline = time.monotonic() + 120
     while not (out / "checkpoints" / "latest.safetensors").is_file():  # its first evaluation is saved
@@ -275,7 +284,13 @@ def test_a_second_ctrl_c_inside_a_snapshot_write_keeps_the_run_whole(tmp_path, c
     out = tmp_path / "run"
     env = dict(ENV, TENSORLAB_TEST_WRITE_DELAY="0.3")  # each write says its file, then waits inside its window
     process = subprocess.Popen(
-        command(*args, "--out", out), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env, cwd=ROOT
+        command(*args, "--out", out),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=as_in_a_terminal,
     )
     try:
         for line in process.stderr:
