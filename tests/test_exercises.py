@@ -366,6 +366,26 @@ def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits,
     assert diagnose.FALLBACK not in out  # a named slip, not the generic advice
 
 
+UNMASKED_SOFTMAX = SLIPS[-1][1]  # attention's backward recomputing P without the causal mask
+
+
+@pytest.mark.parametrize("seed", [22, 28])
+def test_a_leak_past_the_mask_is_named_where_the_scores_are_near_1000_too(capsys, tmp_path, seed):
+    """Each seed here failed `test_each_slip_is_named_in_the_students_words` (one draw in ten did): at scores near
+    1,000 the gradients of q and k are tiny, and the case said they ignored gy (seed 22), or the first query's row was
+    one-hot, so changing its gy moved nothing later (seed 28); the leak then went unnamed."""
+    code, out = run(
+        capsys, "check", "causal_attention", plant(tmp_path, "causal_attention", *UNMASKED_SOFTMAX), "--seed", seed
+    )
+    assert code == 1 and out.count("Gradient leaks to future positions") == 3, out
+    assert "stays the same when gy is doubled" not in out and diagnose.FALLBACK not in out
+
+
+def test_a_gradient_tiny_everywhere_still_doubles_with_gy(capsys, tmp_path):
+    out = check_planted(capsys, tmp_path, "exp_log", "return gy * self.y", "return gy * self.y * 1e-10")
+    assert "input 'x'" in out and "stays the same when gy is doubled" not in out
+
+
 def test_every_slip_message_reads_with_the_settings_of_its_cases():
     cases = [case for exercise in EXERCISES for case in exercise.cases]
     assert sum(len(getattr(case, "slips", [])) for case in cases) > 100

@@ -171,35 +171,48 @@ def _attention_hint(inputs, name, report, context):
 
 
 def _causality_probe(backward, inputs):
-    """Changing gy at the first query only must not change later keys' and values' gradients: the mask in backward.
+    """Changing gy at query i only must not change the gradients of keys and values after i: the mask in backward.
 
-    Query 0 sees key 0 only, so gk[j] and gv[j] for j > 0 cannot depend on gy[0]. Two gy that differ
-    at position 0 only are compared, so a term that does not depend on gy at all cannot look like a leak.
+    Query i sees keys 0..i only, so gk[j] and gv[j] for j > i cannot depend on gy[i]. Each query is tried in turn,
+    the first that leaks named: at scores near 1,000 a row's softmax can be one-hot, and then an unmasked row leaks
+    nothing to measure. Two gy that differ at query i only are compared, so a term that does not depend on gy at all
+    cannot look like a leak.
     """
     q = inputs[0]
     rng = np.random.default_rng(7)
     gy = rng.standard_normal(q.shape)
-    changed = gy.copy()
-    changed[..., 0, :] += rng.standard_normal(q.shape[-1])
     try:
-        before, after = backward(gy), backward(changed)
+        before = backward(gy)
+        for i in range(q.shape[-2] - 1):
+            changed = gy.copy()
+            changed[..., i, :] += rng.standard_normal(q.shape[-1])
+            leaks = _leaks(before, backward(changed), i, q.shape)
+            if leaks:
+                break
     except Exception:  # noqa: BLE001 (the case itself reports what the backward raises)
         return []
-    leaks = []
-    for name, g, h in (("gk", before[1], after[1]), ("gv", before[2], after[2])):
-        if np.shape(g) == q.shape and np.shape(h) == q.shape:
-            moved = np.abs(np.asarray(h) - np.asarray(g))[..., 1:, :] > 1e-12
-            where = sorted({int(i) + 1 for i in np.argwhere(moved)[:, -2]})
-            if where:
-                leaks.append(f"your {name} at positions {where}")
     if not leaks:
         return []
+    query = "the first query" if i == 0 else f"query {i}"
     return [
-        f"Gradient leaks to future positions: changing gy at position 0 (the first query) changes "
-        f"{' and '.join(leaks)}. Query 0 sees only key 0 (the causal mask hides the later ones), so nothing "
-        f"of its gradient may reach a later key or value: apply the mask in backward too (the P forward "
-        f"saved is 0 there; a softmax recomputed without the mask is not)."
+        f"Gradient leaks to future positions: changing gy at position {i} ({query}) changes {' and '.join(leaks)}. "
+        f"Query {i} sees only the keys up to position {i} (the causal mask hides the later ones), so nothing of its "
+        f"gradient may reach a later key or value: apply the mask in backward too (the P forward saved is 0 there; a "
+        f"softmax recomputed without the mask is not)."
     ]
+
+
+def _leaks(before, after, i, shape):
+    """['your gk at positions [2, 3]', ...]: the later positions whose gk and gv moved when gy at query i changed."""
+    leaks = []
+    for name, g, h in (("gk", before[1], after[1]), ("gv", before[2], after[2])):
+        if np.shape(g) == shape and np.shape(h) == shape:
+            with np.errstate(invalid="ignore"):  # inf - inf where a softmax without the max overflowed
+                moved = np.abs(np.asarray(h) - np.asarray(g))[..., i + 1 :, :] > 1e-12
+            where = sorted({int(j) + i + 1 for j in np.argwhere(moved)[:, -2]})
+            if where:
+                leaks.append(f"your {name} at positions {where}")
+    return leaks
 
 
 EXERCISE = Exercise(
