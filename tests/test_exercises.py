@@ -381,6 +381,13 @@ def test_a_leak_past_the_mask_is_named_where_the_scores_are_near_1000_too(capsys
     assert "stays the same when gy is doubled" not in out and diagnose.FALLBACK not in out
 
 
+def test_the_leak_probe_finds_nothing_to_leak_to_at_one_position():
+    from tensorlab.exercises.catalog.causal_attention import _causality_probe
+
+    one = np.ones((1, 1, 1, 4))
+    assert _causality_probe(lambda gy: (gy, gy, gy), [one, one, one]) == []
+
+
 def test_a_gradient_tiny_everywhere_still_doubles_with_gy(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy * self.y", "return gy * self.y * 1e-10")
     assert "input 'x'" in out and "stays the same when gy is doubled" not in out

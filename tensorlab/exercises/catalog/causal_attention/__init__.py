@@ -181,6 +181,7 @@ def _causality_probe(backward, inputs):
     q = inputs[0]
     rng = np.random.default_rng(7)
     gy = rng.standard_normal(q.shape)
+    leaks = []  # a single position has no later one to leak to
     try:
         before = backward(gy)
         for i in range(q.shape[-2] - 1):
