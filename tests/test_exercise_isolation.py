@@ -11,6 +11,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -202,17 +203,49 @@ def test_the_student_process_sees_only_the_engine_and_numpy(tmp_path, teacher):
     assert rows["amy", "exp_log"]["status"] == "passed", rows["amy", "exp_log"]["diagnosis"]
 
 
-def test_the_students_process_is_gone_after_its_check(tmp_path, teacher):
-    """A process the student's code starts is stopped with it: nothing runs on after the check to change files."""
-    submissions = tmp_path / "submissions"
-    marker = tmp_path / "later.txt"
-    later = f"import time; time.sleep(2); open({str(marker)!r}, 'w').write('x')"
-    source = f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {later!r}])\n" + solution("exp_log")
+LEAVE = """
+import os, random, time
+def _leave(rng, depth):  # a random tree of processes: each leaves its session or not, its parent ends or waits
+    if os.fork():
+        return
+    if rng.random() < 0.5:
+        os.setsid()
+    open(os.path.join(PIDS, str(os.getpid())), "w").close()
+    if depth < 3:
+        for _ in range(rng.randint(1, 2)):
+            _leave(rng, depth + 1)
+    if depth < 3 and rng.random() < 0.5:
+        os._exit(0)  # its children are orphans now
+    time.sleep(1)
+    open(os.path.join(PIDS, "ran-on-" + str(os.getpid())), "w").close()
+    os._exit(0)
+_leave(random.Random(SEED), 1)
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_process_the_students_code_starts_outlives_its_check(tmp_path, teacher, seed):
+    """However the student's code leaves the check (a double fork, setsid, a tree of them; drawn from `seed`), every
+    process it started is stopped with it: nothing runs on after the check to change the gradebook or the next row."""
+    submissions, pids = tmp_path / "submissions", tmp_path / "pids"
+    pids.mkdir()
+    source = f"PIDS, SEED = {str(pids)!r}, {seed}\n" + LEAVE + solution("exp_log")
     hand_in(submissions, "amy", "exp_log", source)
     rows = grade_class(submissions, tmp_path / "book" / "gradebook")
-    assert rows["amy", "exp_log"]["status"] == "passed", rows  # it started, and the check went on
-    time.sleep(4)
-    assert not marker.exists()
+    assert rows["amy", "exp_log"]["status"] == "passed", rows  # it started them, and the check went on
+    started = [int(p.name) for p in pids.iterdir()]
+    assert started
+    alive = [pid for pid in started if _exists(pid)]
+    time.sleep(1.5)
+    assert alive == [] and not list(pids.glob("ran-on-*")), (alive, sorted(p.name for p in pids.iterdir()))
+
+
+def _exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 # ----- no crash reaches the student ---------------------------------------------------------------------------------

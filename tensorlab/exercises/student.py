@@ -6,15 +6,19 @@ importable (never the folder the package came from: no teachers/, tests/ or othe
 student's source is sent to it (a private copy of their file, read once); `call` asks it to run
 a piece of the student's code (child.HANDLERS) and returns the data it sends back, within the
 time limit of the case (`time_limit`): a case past it stops the child and raises TimeLimit.
+On Linux no process the student's code starts outlives its check, however it left (a double fork,
+setsid): this process adopts them (`adopt_orphans`) and stops every one with the child.
 """
 
 import contextlib
+import ctypes
 import functools
 import linecache
 import os
 import pickle
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,7 @@ BOOT = (
 STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
 RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
+PR_SET_CHILD_SUBREAPER = 36  # Linux's prctl option: orphaned descendants go to this process, not to init
 
 
 class StudentError(Exception):
@@ -99,6 +104,8 @@ class Student:
         os.close(handle)
         os.unlink(name)
         read, write = os.pipe()
+        adopt_orphans()
+        self.others = children()  # this process's children that are not the student's
         env = dict(os.environ, HOME=str(home), TMPDIR=str(work), USERPROFILE=str(home))
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-u", "-B", "-c", BOOT, str(engine), str(write)],
@@ -224,7 +231,14 @@ class Student:
             os.killpg(self.process.pid, 9)
         with contextlib.suppress(OSError):
             self.process.stdin.close()
-        return self.process.wait()
+        code = self.process.wait()
+        deadline = time.monotonic() + 5  # a process this one may not stop (a setuid program) is left after that
+        while (strays := children() - self.others) and time.monotonic() < deadline:
+            for pid in strays:  # what the student's code started and left: adopted here (adopt_orphans)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, os.WNOHANG)  # its own children come to this process as it ends: the next pass
+        return code
 
     def _relay(self):
         """Pass on what the student's code printed since the last call (up to SHOWN bytes in all)."""
@@ -234,6 +248,23 @@ class Student:
         self.shown, self.unshown = self.shown + len(text), max(end - SHOWN, 0)  # before a Ctrl-C can come between
         if self.echo is not None and text:
             self.echo(text.decode(errors="replace"))
+
+
+def adopt_orphans():
+    """Have the processes the student's code starts and leaves behind (a double fork, setsid) handed to this process
+    when their parent ends, instead of to init, so that `_stop` finds them among its children. Linux only."""
+    with contextlib.suppress(AttributeError, OSError):
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def children():
+    """The ids of this process's child processes, from /proc (an empty set where there is no /proc)."""
+    me, found = os.getpid(), set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == me:  # the field after "(command name)"
+                found.add(int(stat.parent.name))
+    return found
 
 
 def later(answer):
