@@ -9,10 +9,13 @@ and graded each file where it lay on disk.
 
 import contextlib
 import csv
+import ctypes
 import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -246,6 +249,37 @@ def _exists(pid):
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_students_code_can_neither_read_nor_write_the_checkers_memory(tmp_path):
+    """The checker, where every verdict is computed, is closed to the student's process through /proc: its memory
+    (which the student's code could write a pass into) and its working folder. Run as a user
+    without the right to trace others' processes: a root test runner's CAP_SYS_PTRACE is dropped for the check."""
+    opened, refused = tmp_path / "opened", tmp_path / "refused"
+    probe = (
+        "import os\n"
+        "for name, look in (('mem', lambda p: open(p, 'r+b').close()), ('cwd', os.readlink)):\n"
+        "    try:\n"
+        "        look('/proc/%d/%s' % (os.getppid(), name))\n"
+        f"        open({str(opened)!r} + '-' + name, 'w').close()\n"
+        "    except OSError:\n"
+        f"        open({str(refused)!r} + '-' + name, 'w').close()\n"
+    )
+    (tmp_path / "exp_log.py").write_text(probe + solution("exp_log"))
+
+    def without_tracing():
+        if os.geteuid() == 0:
+            ctypes.CDLL(None).prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP, CAP_SYS_PTRACE: gone after exec
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(tmp_path / "exp_log.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=without_tracing,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.glob("*-*")) == ["refused-cwd", "refused-mem"]
 
 
 # ----- no crash reaches the student ---------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ importable (never the folder the package came from: no teachers/, tests/ or othe
 student's source is sent to it (a private copy of their file, read once); `call` asks it to run
 a piece of the student's code (child.HANDLERS) and returns the data it sends back, within the
 time limit of the case (`time_limit`): a case past it stops the child and raises TimeLimit.
-On Linux no process the student's code starts outlives its check, however it left (a double fork,
-setsid): this process adopts them (`adopt_orphans`) and stops every one with the child.
+On Linux the student's processes cannot read or write this one's memory, and none outlives its check,
+however it left (a double fork, setsid): this process adopts them and stops every one with the child
+(`guard_the_checker`).
 """
 
 import contextlib
@@ -38,7 +39,7 @@ BOOT = (
 STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
 RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
-PR_SET_CHILD_SUBREAPER = 36  # Linux's prctl option: orphaned descendants go to this process, not to init
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36  # Linux's prctl options (see guard_the_checker)
 
 
 class StudentError(Exception):
@@ -104,7 +105,7 @@ class Student:
         os.close(handle)
         os.unlink(name)
         read, write = os.pipe()
-        adopt_orphans()
+        guard_the_checker()
         self.others = children()  # this process's children that are not the student's
         env = dict(os.environ, HOME=str(home), TMPDIR=str(work), USERPROFILE=str(home))
         self.process = subprocess.Popen(
@@ -234,7 +235,7 @@ class Student:
         code = self.process.wait()
         deadline = time.monotonic() + 5  # a process this one may not stop (a setuid program) is left after that
         while (strays := children() - self.others) and time.monotonic() < deadline:
-            for pid in strays:  # what the student's code started and left: adopted here (adopt_orphans)
+            for pid in strays:  # what the student's code started and left: adopted here (guard_the_checker)
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, os.WNOHANG)  # its own children come to this process as it ends: the next pass
@@ -250,11 +251,14 @@ class Student:
             self.echo(text.decode(errors="replace"))
 
 
-def adopt_orphans():
-    """Have the processes the student's code starts and leaves behind (a double fork, setsid) handed to this process
-    when their parent ends, instead of to init, so that `_stop` finds them among its children. Linux only."""
+def guard_the_checker():
+    """On Linux, make this process, where verdicts are computed, one that the student's processes (your user) can
+    neither trace nor open through /proc (its memory, its working folder: it is not dumpable), and have the processes
+    they leave behind (a double fork, setsid) handed to it instead of to init, so that `_stop` finds them."""
     with contextlib.suppress(AttributeError, OSError):
-        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc = ctypes.CDLL(None)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def children():
