@@ -30,13 +30,9 @@ import numpy as np
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
 from tensorlab.exercises.runner import run
-from tensorlab.exercises.student import TENSORLAB
+from tensorlab.exercises.student import NOT_GRADED, TENSORLAB, engine_files, snapshot
 
 COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
-NOT_GRADED = (
-    "NOT GRADED: the engine's or NumPy's files changed during an earlier check (the row marked TAMPERED), and every "
-    "check runs them. Put them back (reinstall) and grade again."
-)
 STATUSES = ("passed", "failed", "not handed in", "tampered", "not graded")
 
 
@@ -63,13 +59,12 @@ def grade(folder, out, hints, time_limit):
         if (student / f"{name}.py").is_file()
     }
     watched = teachers_folders(folder, out)
-    run_by_every_check = [TENSORLAB, Path(np.__file__).parent]
-    trusted = snapshot(run_by_every_check)
+    trusted = engine_files()
     rows = []
     for student in students:
         for name in names:
             source = handed_in.get((student.name, name))
-            if source is not None and snapshot(run_by_every_check) != trusted:  # an earlier check changed them
+            if source is not None and engine_files() != trusted:  # an earlier check changed them
                 rows.append(_row(student, name, "not graded", NOT_GRADED))
             else:
                 rows.append(row(student, name, source, hints, time_limit, watched))
@@ -138,25 +133,6 @@ def teachers_folders(submissions, out):
     folders = [submissions, out.parent, Path.cwd(), TENSORLAB, teachers, Path(np.__file__).parent]  # NumPy: shared
     folders = sorted({Path(os.path.abspath(f)) for f in folders if Path(f).is_dir()})
     return [f for f in folders if not any(f != g and f.is_relative_to(g) for g in folders)]
-
-
-def snapshot(folders):
-    """{path: (size, modified, changed, mode)} for every file and folder under `folders`: any change shows here.
-
-    A file's change time (st_ctime) is set by the system on every write, rename or chmod, and no program can set it
-    back, so a file rewritten with its old size and modification time shows too.
-    """
-    found = {}
-    for folder in folders:
-        for root, dirs, files in os.walk(folder):
-            for name in [".", *dirs, *files]:
-                path = os.path.join(root, name)
-                try:
-                    stat = os.lstat(path)
-                except OSError:
-                    continue
-                found[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_mode)
-    return found
 
 
 def _row(student, name, status, diagnosis, seed=None):

@@ -9,6 +9,9 @@ environment variable AUTOGRADER_ROOT names another root (a test's temporary fold
 One test per exercise of settings.json, worth 1 point: passed or not, its output the check's
 report at the hint level of settings.json (what `check` prints). A file not handed in scores 0
 and says so. The student's code runs as in `check`: in a process of its own, the verdict here.
+Gradescope runs it as root, so a file's code can write into the installed engine or NumPy, which
+every later check runs: once their files differ from what they were before the first check, each
+later exercise scores 0 and reads NOT GRADED.
 """
 
 import json
@@ -18,6 +21,7 @@ from pathlib import Path
 from tensorlab.exercises.catalog import BY_NAME
 from tensorlab.exercises.report import Report
 from tensorlab.exercises.runner import run
+from tensorlab.exercises.student import NOT_GRADED, engine_files
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,7 +32,8 @@ def main():
     handed_in = {}
     for path in sorted((root / "submission").rglob("*.py"), key=lambda p: len(p.parts)):
         handed_in.setdefault(path.name, path)  # the shallowest file of each name
-    tests = [test(name, handed_in.get(f"{name}.py"), settings) for name in settings["exercises"]]
+    trusted = engine_files()  # before any of the student's code runs
+    tests = [test(name, handed_in.get(f"{name}.py"), settings, trusted) for name in settings["exercises"]]
     results = {
         "score": sum(t["score"] for t in tests),
         "max_score": float(len(tests)),
@@ -40,11 +45,13 @@ def main():
     (root / "results" / "results.json").write_text(json.dumps(results, indent=2))
 
 
-def test(name, path, settings):
-    """Gradescope's record of one exercise's check."""
+def test(name, path, settings, trusted):
+    """Gradescope's record of one exercise's check; none once an earlier check changed the engine's files."""
     exercise = BY_NAME[name]
     if path is None:
         score, output = 0.0, f"Not handed in: your submission has no {name}.py (hand in each file under its own name)."
+    elif engine_files() != trusted:
+        score, output = 0.0, NOT_GRADED
     else:
         lines = []
         report = Report(exercise, path.name, settings["hints"], show=lines.append)

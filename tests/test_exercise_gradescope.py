@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,14 +20,16 @@ from pathlib import Path
 
 from teachers import classroom
 from tensorlab.exercises import EXERCISES
+from tensorlab.exercises.student import NOT_GRADED
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "teachers" / "solutions"
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 
 
-def results_of(tmp_path, submission):
-    """Build the zip, unpack it into an /autograder-like folder, run the autograder on `submission` (name -> text)."""
+def results_of(tmp_path, submission, engine=ROOT):
+    """Build the zip, unpack it into an /autograder-like folder, run the autograder on `submission` (name -> text)
+    with the tensorlab in folder `engine` installed."""
     course = tmp_path / "course"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
         assert classroom.main(["assignment", str(course), "--gradescope"]) == 0, err.getvalue()
@@ -47,7 +50,7 @@ def results_of(tmp_path, submission):
     (root / "submission" / "nested").mkdir(parents=True)
     for name, text in submission.items():
         (root / "submission" / name).write_text(text)
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHONPATH=str(engine))
     done = subprocess.run(
         [sys.executable, str(root / "source" / "gradescope.py")], env=env, capture_output=True, text=True, timeout=600
     )
@@ -85,3 +88,18 @@ def test_the_autograder_scores_a_right_and_a_wrong_submission(tmp_path):
     assert "PASSED" in tests["matmul"]["output"]
     assert tests["softmax"]["score"] == 0.0 and "You used y(1 - y)" in tests["softmax"]["output"]
     assert tests["value"]["score"] == 0.0 and tests["value"]["output"].startswith("Not handed in: ")
+
+
+def test_after_a_file_that_changes_the_engine_no_later_exercise_is_graded(tmp_path):
+    """On Gradescope (root) a file's code can write into the installed engine, which every later check's process
+    runs (a changed child.py could send back the engine's gradients for a stub): no later exercise is graded."""
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "tensorlab", site / "tensorlab", ignore=shutil.ignore_patterns("__pycache__"))
+    change = f"open({str(site / 'tensorlab' / 'exercises' / 'child.py')!r}, 'a').write('# changed\\n')\n"
+    right = {name: (SOLUTIONS / f"{name}.py").read_text() for name in ("function", "mul", "matmul", "exp_log")}
+    submission = {f"{name}.py": change + text if name == "mul" else text for name, text in right.items()}
+    results = results_of(tmp_path, submission, site)
+    tests = valid(results)
+    assert (site / "tensorlab" / "exercises" / "child.py").read_text().endswith("# changed\n")
+    assert [tests[name]["score"] for name in right] == [1.0, 1.0, 0.0, 0.0]  # mul's own check ran on the old files
+    assert tests["matmul"]["output"] == tests["exp_log"]["output"] == NOT_GRADED

@@ -271,6 +271,37 @@ def children():
     return found
 
 
+NOT_GRADED = (
+    "NOT GRADED: the engine's or NumPy's files changed during an earlier check, and every check runs them. Put them "
+    "back (reinstall) and grade again."
+)
+
+
+def engine_files():
+    """What every check's process runs, the engine and NumPy, as `snapshot` lists them: once a check's code changed
+    them, every later check runs that code, so a class is graded only while this stays as it was (NOT_GRADED)."""
+    return snapshot([TENSORLAB, Path(np.__file__).parent])
+
+
+def snapshot(folders):
+    """{path: (size, modified, changed, mode)} for every file and folder under `folders`: any change shows here.
+
+    A file's change time (st_ctime) is set by the system on every write, rename or chmod, and no program can set it
+    back, so a file rewritten with its old size and modification time shows too.
+    """
+    found = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for name in [".", *dirs, *files]:
+                path = os.path.join(root, name)
+                try:
+                    stat = os.lstat(path)
+                except OSError:
+                    continue
+                found[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_mode)
+    return found
+
+
 def later(answer):
     """Raise what a later step of a call raised (child._later), once its earlier data has been judged."""
     error = answer.get("later_error")
