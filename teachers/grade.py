@@ -37,7 +37,7 @@ STATUSES = ("passed", "failed", "not handed in", "tampered", "not graded")
 
 
 def grade(folder, out, hints, time_limit):
-    """Check every student's files, write out.csv and out.md; 0 when written, 2 on a usage error."""
+    """Check every student's files, write out.csv and out.md; 0 when written, 2 on a usage error, 130 on Ctrl-C."""
     if not folder.is_dir():
         print(f"{folder}: no such folder. Give the folder that holds one folder per student.", file=sys.stderr)
         return 2
@@ -61,13 +61,21 @@ def grade(folder, out, hints, time_limit):
     watched = teachers_folders(folder, out)
     trusted = engine_files()
     rows = []
-    for student in students:
-        for name in names:
-            source = handed_in.get((student.name, name))
-            if source is not None and engine_files() != trusted:  # an earlier check changed them
-                rows.append(_row(student, name, "not graded", NOT_GRADED))
-            else:
-                rows.append(row(student, name, source, hints, time_limit, watched))
+    try:
+        for student in students:
+            for name in names:
+                source = handed_in.get((student.name, name))
+                if source is not None and engine_files() != trusted:  # an earlier check changed them
+                    rows.append(_row(student, name, "not graded", NOT_GRADED))
+                else:
+                    rows.append(row(student, name, source, hints, time_limit, watched))
+    except KeyboardInterrupt:
+        print(
+            f"Interrupted (Ctrl-C) at {student.name}/{name}.py, after {len(rows)} of {len(students) * len(names)} "
+            f"checks: no gradebook written (an earlier one is left as it was). Grade again to grade them all.",
+            file=sys.stderr,
+        )
+        return 130
     table = grid(rows, names)
     paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +119,8 @@ def row(student, name, source, hints, time_limit, watched=()):
     report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
+    if code == 130:  # Ctrl-C: this check has no verdict, and the grading stops (grade)
+        raise KeyboardInterrupt
     changed = sorted(set(before.items()) ^ set(snapshot(watched).items()))
     if changed:
         paths = list(dict.fromkeys(path for path, _ in changed))

@@ -172,7 +172,7 @@ def test_ctrl_c_during_the_search_keeps_the_verdict_and_says_so(tmp_path, monkey
 
     monkeypatch.setattr(search, "found", interrupted)
     code, report = check(tmp_path, DIVIDED)
-    assert code == 1 and report.cases and not all(case.passed for case in report.cases)
+    assert code == 130 and report.cases and not all(case.passed for case in report.cases)
     assert "(Ctrl-C: the search for the slip was stopped.)" in report.general
 
 

@@ -10,10 +10,13 @@ import csv
 import io
 import json
 import os
+import random
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 import zipfile
 from pathlib import Path
 
@@ -386,6 +389,43 @@ def test_a_file_that_prints_a_passing_record_and_exits_fails_its_row(tmp_path):
     row = grade.row(folder, "exp_log", (folder / "exp_log.py").read_bytes(), "fix", 5.0)
     assert row["status"] == "failed", row
     assert row["diagnosis"].startswith("Your code ended the process that runs it (exit code 0)"), row
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ctrl_c_stops_the_grading_and_no_check_cut_short_is_a_row(tmp_path, seed):
+    """Ctrl-C at a moment drawn from `seed`, while a class of right files is graded: the grading stops (130) and
+    writes no gradebook, the earlier one left as it was; before, the check cut short was a row "failed" (a right
+    file failed) and the grading went on."""
+    started = tmp_path / "started"
+    submissions, book = tmp_path / "submissions", tmp_path / "out" / "book"
+    right = (SOLUTIONS / "exp_log.py").read_text()
+    for student in ("amy", "bob", "cid", "dan"):
+        (submissions / student).mkdir(parents=True)
+        mark = f"open({str(started)!r}, 'a').close()\n" if student == "bob" else ""
+        (submissions / student / "exp_log.py").write_text(f"import time\n{mark}time.sleep(0.3)\n{right}")
+    book.parent.mkdir()
+    (book.parent / "book.csv").write_text("the gradebook of an earlier run\n")
+    grading = subprocess.Popen(
+        [sys.executable, "-m", "teachers.classroom", "grade", str(submissions), "--out", str(book)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C, in any shell
+    )
+    while not started.exists() and grading.poll() is None:
+        time.sleep(0.01)
+    time.sleep(random.Random(seed).uniform(0, 1.4))  # in bob's check or a later one
+    grading.send_signal(signal.SIGINT)
+    out, err = grading.communicate(timeout=120)
+    if grading.returncode == 0:
+        rows = list(csv.DictReader((book.parent / "book.csv").open()))
+        assert [r["status"] for r in rows] == ["passed"] * 4, rows
+    else:
+        assert grading.returncode == 130, (out, err)
+        assert err.startswith("Interrupted (Ctrl-C) at ") and "no gradebook written" in err, err
+        assert sorted(p.name for p in book.parent.iterdir()) == ["book.csv"]
+        assert (book.parent / "book.csv").read_text() == "the gradebook of an earlier run\n"
 
 
 def test_grade_usage_errors_exit_2(tmp_path):

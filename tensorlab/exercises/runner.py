@@ -45,8 +45,9 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
 def check_file(exercise, path, out=print, time_limit=None, seed=None, source=None, echo=None):
     """True when the file passes every case; its report line by line to `out`.
 
-    Raises StudentError when the file cannot be checked, Stopped when a case ran out of time. A file that fails
-    with its slip not named (Report.names_the_slip) gets the search for the one edit that makes it pass (search.py).
+    Raises StudentError when the file cannot be checked, Stopped when a case ran out of time or on Ctrl-C. A file
+    that fails with its slip not named (Report.names_the_slip) gets the search for the one edit that makes it pass
+    (search.py).
     """
     seed = check.new_seed() if seed is None else seed
     seen = Report(exercise, path, show=None)
@@ -60,6 +61,6 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
         try:
             for line in search.found(exercise, path, student.source, seed, first=failed):
                 out(line)
-        except KeyboardInterrupt:  # the verdict stands; only the search is cut short
-            out("(Ctrl-C: the search for the slip was stopped.)")
+        except KeyboardInterrupt:  # the verdict stands (the cases' lines); only the search is cut short
+            raise Stopped("(Ctrl-C: the search for the slip was stopped.)", 130) from None
     return passed
