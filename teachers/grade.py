@@ -20,7 +20,9 @@ the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exe
 PATH.md, both as Markdown tables.
 """
 
+import contextlib
 import csv
+import io
 import os
 import sys
 from pathlib import Path
@@ -29,7 +31,7 @@ import numpy as np
 
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
-from tensorlab.exercises.runner import run
+from tensorlab.exercises.runner import NOT_CHECKED, run
 from tensorlab.exercises.student import NOT_GRADED, TENSORLAB, engine_files, snapshot
 
 COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
@@ -37,7 +39,8 @@ STATUSES = ("passed", "failed", "not handed in", "tampered", "not graded")
 
 
 def grade(folder, out, hints, time_limit):
-    """Check every student's files, write out.csv and out.md; 0 when written, 2 on a usage error, 130 on Ctrl-C."""
+    """Check every student's files, write out.csv and out.md; 0 when written, 1 when they cannot be written, 2 on a
+    usage error, 130 on Ctrl-C."""
     if not folder.is_dir():
         print(f"{folder}: no such folder. Give the folder that holds one folder per student.", file=sys.stderr)
         return 2
@@ -78,10 +81,20 @@ def grade(folder, out, hints, time_limit):
         return 130
     table = grid(rows, names)
     paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, COLUMNS, paths[0])
-    write_csv(table, list(table[0]), paths[1])
-    paths[2].write_text(markdown(rows, table, hints))
+    texts = [csv_text(rows, COLUMNS), csv_text(table, list(table[0])), markdown(rows, table, hints)]
+    partials = [path.with_name(path.name + ".partial") for path in paths]
+    try:  # all three written whole before any replaces an earlier gradebook's file
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for partial, text in zip(partials, texts):
+            partial.write_text(text, newline="")
+        for partial, path in zip(partials, paths):
+            os.replace(partial, path)
+    except OSError as error:
+        for partial in partials:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        print(f"Could not write the gradebook {paths[0]} ({error}); an earlier one is left as it was.", file=sys.stderr)
+        return 1
     print(f"Graded {len(students)} students on {len(names)} exercises ({', '.join(names)}): {summary(rows)}.")
     print(f"Gradebook: {paths[0]} (a row per check), {paths[1]} (a row per student, with the score) and {paths[2]}.")
     return 0
@@ -132,6 +145,8 @@ def row(student, name, source, hints, time_limit, watched=()):
             f"({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): its result does not count. The other "
             f"rows were checked from copies read before grading began.",
         )
+    if code == NOT_CHECKED:  # the checker could not run (a full disk): no verdict on the file
+        return _row(student, name, "not graded", report.diagnosis())
     record = report.record(code)
     return _row(student, name, "passed" if record["passed"] else "failed", record["diagnosis"], record["seed"])
 
@@ -150,11 +165,12 @@ def _row(student, name, status, diagnosis, seed=None):
     return {"student": student.name, "exercise": name, "status": status, "diagnosis": diagnosis, "seed": seed}
 
 
-def write_csv(rows, columns, path):
-    with path.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+def csv_text(rows, columns):
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def markdown(rows, table, hints):

@@ -322,5 +322,5 @@ def test_a_fault_of_the_checkers_own_is_still_one_record(tmp_path, monkeypatch):
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
         code = main(["check", "exp_log", str(tmp_path / "exp_log.py"), "--json"])
     record = json.loads(printed.getvalue())
-    assert code == 1 and record["passed"] is False and check.check is broken
+    assert code == 3 and record["passed"] is False and record["exit_code"] == 3 and check.check is broken
     assert record["diagnosis"].startswith("The checker itself failed (KeyError: 'a bug', at line "), record

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -426,6 +427,45 @@ def test_ctrl_c_stops_the_grading_and_no_check_cut_short_is_a_row(tmp_path, seed
         assert err.startswith("Interrupted (Ctrl-C) at ") and "no gradebook written" in err, err
         assert sorted(p.name for p in book.parent.iterdir()) == ["book.csv"]
         assert (book.parent / "book.csv").read_text() == "the gradebook of an earlier run\n"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_full_disk_fails_no_file_and_loses_no_gradebook(tmp_path, seed):
+    """The disk fills at a size drawn from `seed`, log-uniform from 10 bytes to 100 kB (every write past it fails, as on
+    a full disk: RLIMIT_FSIZE): no traceback; a right file is never a row "failed" (the checker could not run: "not
+    graded", one line); no check's folder is left behind; the gradebook is written whole, or the earlier one is left
+    as it was. Before, every row read "failed" with the names of every file of the engine, and the folders stayed."""
+    limit = int(10 ** random.Random(seed).uniform(1, 5))
+    submissions, book, scratch = tmp_path / "submissions", tmp_path / "out" / "book", tmp_path / "tmp"
+    for student in ("amy", "bob"):
+        (submissions / student).mkdir(parents=True)
+        (submissions / student / "exp_log.py").write_text((SOLUTIONS / "exp_log.py").read_text())
+    book.parent.mkdir()
+    scratch.mkdir()
+    (book.parent / "book.csv").write_text("the gradebook of an earlier run\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "teachers.classroom", "grade", str(submissions), "--out", str(book)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        # Python's own bytecode cache is kept out: its writes ignore a short write, so a full disk leaves truncated .pyc
+        # files in the checkout that break every later import (CPython's, not the checker's)
+        env=dict(os.environ, TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1"),
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY)),
+    )
+    assert "Traceback" not in done.stderr and list(scratch.iterdir()) == [], (limit, done.stderr)
+    if done.returncode == 1:
+        assert done.stderr.startswith(f"Could not write the gradebook {book}.csv (") and done.stderr.count("\n") == 1
+        assert sorted(p.name for p in book.parent.iterdir()) == ["book.csv"]
+        assert (book.parent / "book.csv").read_text() == "the gradebook of an earlier run\n"
+        return
+    assert done.returncode == 0, (limit, done.stdout, done.stderr)
+    rows = list(csv.DictReader((book.parent / "book.csv").open()))
+    assert len(rows) == 2 and {r["status"] for r in rows} <= {"passed", "not graded"}, (limit, rows)
+    for r in rows:
+        assert r["status"] == "passed" or (
+            r["diagnosis"].startswith("The checker itself failed (") and len(r["diagnosis"]) < 400
+        ), r
 
 
 def test_grade_usage_errors_exit_2(tmp_path):

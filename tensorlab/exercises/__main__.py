@@ -5,7 +5,8 @@
     check NAME FILE [--seed N] [--json] [--hints L]    check a file
 
 Exit codes: 0 the check passed (or list/stub worked), 1 the check failed, 2 a usage error (an
-unknown exercise, a missing file, a stub that would overwrite a file), 130 Ctrl-C. The teachers'
+unknown exercise, a missing file, a stub that would overwrite a file), 3 the checker itself could not
+run (a full disk, say: no verdict on the file), 130 Ctrl-C. The teachers'
 tools (assignment, grade) are in the checkout's teachers/classroom.py, never in the wheel.
 """
 

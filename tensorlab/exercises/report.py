@@ -159,12 +159,12 @@ class Report:
             self.general.append(line)
         self._show(line)
 
-    def cannot_check(self, lines):
+    def cannot_check(self, lines, verdict="FAILED: the file could not be checked."):
         """The file could not be checked at all (a syntax error, nothing written yet): lines say why."""
         self.not_checked = list(lines)
         for line in lines if self.hints != "none" else lines[:1]:
             self._show(line)
-        self._show("FAILED: the file could not be checked.")
+        self._show(verdict)
 
     def _show_detail(self, line):
         line = detail(line, self.hints)

@@ -2,7 +2,8 @@
 
 `check_file` runs the checker (check.py) on the exercise's cases and says whether the file passed;
 `run` does the same into a report.Report and returns the exit code of
-`check`, for the command line, the teachers' `grade` and Gradescope's autograder alike.
+`check`, for the command line, the teachers' `grade` and Gradescope's autograder alike: 0 passed, 1
+failed, 130 Ctrl-C, NOT_CHECKED when the checker itself could not run.
 """
 
 import traceback
@@ -11,6 +12,8 @@ from pathlib import Path
 from tensorlab.exercises import check, search
 from tensorlab.exercises.report import Report
 from tensorlab.exercises.student import Stopped, Student, StudentError
+
+NOT_CHECKED = 3  # the exit code when the checker could not run (a full disk, say): the file has no verdict
 
 
 def run(exercise, path, time_limit, seed, report, source=None, echo=None):
@@ -30,15 +33,17 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
     except StudentError as error:
         report.cannot_check(error.lines)
         return 1
-    except Exception as error:  # noqa: BLE001 (a fault of the checker's own: still one record, and the file fails)
+    except Exception as error:  # noqa: BLE001 (the checker's own fault or the machine's: no verdict, still one record)
         where = traceback.extract_tb(error.__traceback__)[-1]
+        why = (str(error).splitlines() or [""])[0]
         report.cannot_check(
             [
-                f"The checker itself failed ({type(error).__name__}: {error}, at line {where.lineno} of "
-                f"{Path(where.filename).name}): not a fault of your file. Tell your teacher."
-            ]
+                f"The checker itself failed ({type(error).__name__}: {why[:200]}{'...' if len(why) > 200 else ''}, at "
+                f"line {where.lineno} of {Path(where.filename).name}): not a fault of your file. Tell your teacher."
+            ],
+            "NOT CHECKED: the checker could not run, so this says nothing about your file.",
         )
-        return 1
+        return NOT_CHECKED
     return 0 if passed else 1
 
 

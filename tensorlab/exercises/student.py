@@ -94,16 +94,22 @@ class Student:
 
     def __enter__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="tensorlab-check-"))
+        try:
+            return self._start()
+        except BaseException:  # a full disk, a process that cannot start: nothing of this check's is left behind
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+
+    def _start(self):
         engine, work, home = (self.folder / name for name in ("engine", "work", "home"))
         shutil.copytree(TENSORLAB, engine / "tensorlab")  # with its bytecode, if Python wrote it: a faster start
         (engine / "numpy").symlink_to(Path(np.__file__).parent, target_is_directory=True)
         work.mkdir()
         home.mkdir()
-        handle, name = tempfile.mkstemp()  # what the student's code prints: it appends, this process reads
-        printed = open(name, "ab")  # handed to the child, closed below
-        self.output = open(name, "rb")  # closed in __exit__
-        os.close(handle)
-        os.unlink(name)
+        printed = self.folder / "printed"  # what the student's code prints: it appends, this process reads
+        appended = open(printed, "ab")  # handed to the child, closed below
+        self.output = open(printed, "rb")  # closed in __exit__
+        printed.unlink()
         read, write = os.pipe()
         guard_the_checker()
         self.others = children()  # this process's children that are not the student's
@@ -113,13 +119,13 @@ class Student:
             cwd=work,
             env=env,
             stdin=subprocess.PIPE,
-            stdout=printed,
+            stdout=appended,
             stderr=subprocess.STDOUT,
             pass_fds=(write,),
             start_new_session=True,  # its own process group: stopped whole, with whatever it started
         )
         os.close(write)
-        printed.close()
+        appended.close()
         self.replies = os.fdopen(read, "rb", buffering=0)
         return self
 
@@ -150,8 +156,8 @@ class Student:
                 self.deadline = time.monotonic() + STARTUP
                 self._receive()  # the child is ready: its start does not count against the student's time
                 self.ready = True
-        except (TimeLimit, EOFError, BrokenPipeError):
-            raise StudentError(f"The process to run {name} in did not start (exit code {self._stop()}).") from None
+        except (TimeLimit, EOFError, BrokenPipeError):  # before the student's file was sent: not its fault
+            raise RuntimeError(f"the process to run {name} in did not start (exit code {self._stop()})") from None
         try:
             with self.time_limit(time_limit):
                 self.call("load", display=self.path, source=self.source)
