@@ -253,8 +253,9 @@ def _exists(pid):
 
 def test_the_students_code_can_neither_read_nor_write_the_checkers_memory(tmp_path):
     """The checker, where every verdict is computed, is closed to the student's process through /proc: its memory
-    (which the student's code could write a pass into) and its working folder. Run as a user
-    without the right to trace others' processes: a root test runner's CAP_SYS_PTRACE is dropped for the check."""
+    (which the student's code could write a pass into) and its working folder. Run as a teacher's user, without the
+    right to trace any process (a root test runner gives CAP_SYS_PTRACE up for the check): the checker's not being
+    dumpable is what keeps it closed. A root checker (tests/hostile_class.py) takes that right from the student's."""
     opened, refused = tmp_path / "opened", tmp_path / "refused"
     probe = (
         "import os\n"
@@ -267,16 +268,15 @@ def test_the_students_code_can_neither_read_nor_write_the_checkers_memory(tmp_pa
     )
     (tmp_path / "exp_log.py").write_text(probe + solution("exp_log"))
 
-    def without_tracing():
-        if os.geteuid() == 0:
-            ctypes.CDLL(None).prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP, CAP_SYS_PTRACE: gone after exec
+    def as_a_user():
+        ctypes.CDLL(None).prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP CAP_SYS_PTRACE, gone after exec (a user: no effect)
 
     done = subprocess.run(
         [sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(tmp_path / "exp_log.py")],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        preexec_fn=without_tracing,
+        preexec_fn=as_a_user,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.glob("*-*")) == ["refused-cwd", "refused-mem"]

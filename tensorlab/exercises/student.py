@@ -39,7 +39,12 @@ BOOT = (
 STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
 RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36  # Linux's prctl options (see guard_the_checker)
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36  # Linux's prctl options (guard_the_checker)
+CAP_SYS_PTRACE = 19  # the right to trace any process: root's, dropped for the student's process (guard_the_checker)
+try:
+    PRCTL = ctypes.CDLL(None).prctl  # looked up once here: _cannot_trace runs between fork and exec
+except (AttributeError, OSError, TypeError):  # not Linux
+    PRCTL = None
 
 
 class StudentError(Exception):
@@ -123,6 +128,7 @@ class Student:
             stderr=subprocess.STDOUT,
             pass_fds=(write,),
             start_new_session=True,  # its own process group: stopped whole, with whatever it started
+            preexec_fn=_cannot_trace,
         )
         os.close(write)
         appended.close()
@@ -258,13 +264,20 @@ class Student:
 
 
 def guard_the_checker():
-    """On Linux, make this process, where verdicts are computed, one that the student's processes (your user) can
-    neither trace nor open through /proc (its memory, its working folder: it is not dumpable), and have the processes
-    they leave behind (a double fork, setsid) handed to it instead of to init, so that `_stop` finds them."""
-    with contextlib.suppress(AttributeError, OSError):
-        libc = ctypes.CDLL(None)
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    """On Linux, make this process, where verdicts are computed, one that the student's processes can neither trace
+    nor open through /proc (its memory, its working folder): it is not dumpable, which keeps out a process of the
+    same user without the right to trace any process (root's, which `_cannot_trace` takes from theirs). And have the
+    processes they leave behind (a double fork, setsid) handed to it instead of to init, so that `_stop` finds them."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _cannot_trace():
+    """In the student's process before it starts: with root's rights (a container, Gradescope) it keeps all but the
+    right to trace any process, gone for good at exec (as a user's process, the call fails and changes nothing)."""
+    if PRCTL is not None:
+        PRCTL(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
 
 
 def children():
