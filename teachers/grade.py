@@ -72,10 +72,11 @@ def grade(folder, out, hints, time_limit):
                     rows.append(_row(student, name, "not graded", NOT_GRADED))
                 else:
                     rows.append(row(student, name, source, hints, time_limit, watched))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        why = "".join(f" {line}: if you did not press Ctrl-C, its code did that too." for line in stop.args if line)
         print(
             f"Interrupted (Ctrl-C) at {student.name}/{name}.py, after {len(rows)} of {len(students) * len(names)} "
-            f"checks: no gradebook written (an earlier one is left as it was). Grade again to grade them all.",
+            f"checks: no gradebook written (an earlier one is left as it was). Grade again to grade them all.{why}",
             file=sys.stderr,
         )
         return 130
@@ -125,6 +126,10 @@ def grid(rows, names):
     ]
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a check; its one argument says what the check's code changed ("" nothing)."""
+
+
 def row(student, name, source, hints, time_limit, watched=()):
     """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
     if source is None:
@@ -132,18 +137,20 @@ def row(student, name, source, hints, time_limit, watched=()):
     report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
-    if code == 130:  # Ctrl-C: this check has no verdict, and the grading stops (grade)
-        raise KeyboardInterrupt
-    changed = sorted(set(before.items()) ^ set(snapshot(watched).items()))
+    changed = list(dict.fromkeys(path for path, _ in sorted(set(before.items()) ^ set(snapshot(watched).items()))))
+    tampered = (
+        f"TAMPERED: while {name}.py was checked, {len(changed)} files or folders outside its own folder changed "
+        f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
+    )
+    if code == 130:  # Ctrl-C (or SIGINT sent by the code checked): no verdict, and the grading stops (grade)
+        raise Interrupted(tampered if changed else "")
     if changed:
-        paths = list(dict.fromkeys(path for path, _ in changed))
         return _row(
             student,
             name,
             "tampered",
-            f"TAMPERED: while {name}.py was checked, {len(paths)} files or folders outside its own folder changed "
-            f"({', '.join(paths[:3])}{', ...' if len(paths) > 3 else ''}): its result does not count. The other "
-            f"rows were checked from copies read before grading began.",
+            f"{tampered}: its result does not count. The other rows were checked from copies read before grading "
+            f"began.",
         )
     if code == NOT_CHECKED:  # the checker could not run (a full disk): no verdict on the file
         return _row(student, name, "not graded", report.diagnosis())
