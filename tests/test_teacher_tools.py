@@ -448,8 +448,8 @@ def test_a_full_disk_fails_no_file_and_loses_no_gradebook(tmp_path, seed):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        # Python's own bytecode cache is kept out: its writes ignore a short write, so a full disk leaves truncated .pyc
-        # files in the checkout that break every later import (CPython's, not the checker's)
+        # Python's own bytecode cache is kept out: before 3.12 its writes ignored a short write, so a full disk left
+        # truncated .pyc files in the checkout that break every later import (CPython gh-126606, not the checker's)
         env=dict(os.environ, TMPDIR=str(scratch), PYTHONDONTWRITEBYTECODE="1"),
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY)),
     )
