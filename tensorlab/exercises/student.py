@@ -128,7 +128,7 @@ class Student:
             stderr=subprocess.STDOUT,
             pass_fds=(write,),
             start_new_session=True,  # its own process group: stopped whole, with whatever it started
-            preexec_fn=_cannot_trace,
+            preexec_fn=_cannot_trace if os.geteuid() == 0 else None,  # a user has no such right to give up
         )
         os.close(write)
         appended.close()
@@ -274,8 +274,8 @@ def guard_the_checker():
 
 
 def _cannot_trace():
-    """In the student's process before it starts: with root's rights (a container, Gradescope) it keeps all but the
-    right to trace any process, gone for good at exec (as a user's process, the call fails and changes nothing)."""
+    """In the student's process before it starts, when the checker runs as root (a container, Gradescope): it keeps
+    all root's rights but the right to trace any process, gone for good at exec."""
     if PRCTL is not None:
         PRCTL(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
 
