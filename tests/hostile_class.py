@@ -6,7 +6,7 @@ Each scenario grades a class of three in this process (`python -m teachers.class
 time limit 2 s), in a scratch folder that is the teacher's working folder, with a HOME of its own, and with the engine
 the checks copy moved to the scratch folder too (no scenario can change this checkout's). bob hands in a right file,
 kim a wrong one; the hostile student (ann, max or zoe: before them, between, after) a right, wrong or unwritten file
-with one to three attacks drawn from ATTACKS, each at the top of the file or at the start of a backward, each aimed at
+with one to three of the 14 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
 a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
 HOME, the engine's files).
 
@@ -21,7 +21,7 @@ The property:
 - no process of the student's outlives its check (a daemon's mark after 3 s), the checker's memory is never opened
   (a breach mark), and no check leaves its temporary folder behind.
 Every attack marks that it ran (in a folder no check watches), so a run can show that each did.
-tests/test_hostile_class.py runs 32 scenarios.
+tests/test_hostile_class.py runs 35 scenarios.
 """
 
 import argparse
@@ -49,13 +49,16 @@ BACKWARD = "    def backward(self, gy):\n"
 GRADEBOOK = ("book.csv", "book-grid.csv", "book.md")
 EARLIER = "the gradebook of an earlier run\n"
 
-# attack name -> (the kind of path it needs: file, folder or none, lines of code; {path} and {marks} filled in)
+# attack name -> (the kind of path it needs: file, folder or none; lines of code, with {path}, {marks}, {delay} and
+# {checker}, this process's id, filled in: a process the student's code starts has that code's process as its parent)
 ATTACKS = {
     "overwrite": ("file", ["open({path!r}, 'w').write('changed')"]),
     "append": ("file", ["open({path!r}, 'a').write('#')"]),
     "delete": ("file", ["os.remove({path!r})"]),
     "chmod": ("file", ["os.chmod({path!r}, 0o777)"]),
     "create": ("folder", ["open(os.path.join({path!r}, 'new.txt'), 'w').write('new')"]),
+    "symlink": ("file", ["os.remove({path!r})", "os.symlink('/dev/null', {path!r})"]),
+    "rename": ("folder", ["os.rename({path!r}, {path!r} + '-moved')"]),
     "daemon": (
         "file",
         [
@@ -72,12 +75,12 @@ ATTACKS = {
     "memory": (
         None,
         [
-            "open('/proc/%d/mem' % os.getppid(), 'r+b').close()",
+            "open('/proc/{checker}/mem', 'r+b').close()",
             "open(os.path.join({marks!r}, 'breach'), 'w').close()",
         ],
     ),
     "forge": (None, ["print(json.dumps({{'exercise': 'exp_log', 'passed': True, 'exit_code': 0}}))", "os._exit(0)"]),
-    "sigint": (None, ["os.kill(os.getppid(), signal.SIGINT)", "time.sleep(1)"]),
+    "sigint": (None, ["os.kill({checker}, signal.SIGINT)", "time.sleep(1)"]),
     "exit": (None, ["sys.exit(0)"]),
     "flood": (None, ["print('x' * 1_000_000)"]),
     "loop": (None, ["while True:", "    pass"]),
@@ -112,7 +115,7 @@ def scenario(n, scratch):
         kind, lines = ATTACKS[name]
         path = str(rng.choice(paths[kind])) if kind else None
         delay = rng.choice([0, 0.2, 0.5])  # a daemon's, before it writes
-        code = [line.format(path=path, marks=str(marks), delay=delay) for line in lines]
+        code = [line.format(path=path, marks=str(marks), delay=delay, checker=os.getpid()) for line in lines]
         attacks.append((name, path, rng.choice(["top", "backward"]), code))
     attacks.sort(key=lambda attack: attack[0] in ENDERS)  # what ends the process last, so the others run
     source = {"right": right, "wrong": wrong, "stub": STUB}[base]
