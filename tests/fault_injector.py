@@ -21,7 +21,6 @@ least as far on, the metrics rows are still there, config.json and tokenizer.jso
 unless the scenario itself destroyed them. tests/test_fault_injector.py runs a hundred scenarios.
 """
 
-import argparse
 import contextlib
 import errno
 import io
@@ -31,7 +30,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +43,7 @@ from models.checkpoint import read_checkpoint  # noqa: E402
 from models.metrics import read_metrics  # noqa: E402
 from tensorlab import serialization  # noqa: E402
 from tensorlab.serialization import TEMP_SUFFIX  # noqa: E402
+from tests.tools import scenarios_main  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "small_corpus.txt"
 SETTINGS = [
@@ -287,16 +286,5 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
         return failures
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0, help="the first scenario's seed (each scenario has its own)")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    failures = run_scenarios(args.scenarios, args.seed)
-    print(f"{args.scenarios} scenarios in {time.perf_counter() - started:.0f} s: {len(failures)} broke the property")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scenarios_main(__doc__, run_scenarios))

@@ -24,7 +24,6 @@ Every attack marks that it ran (in a folder no check watches), so a run can show
 tests/test_hostile_class.py runs 35 scenarios.
 """
 
-import argparse
 import contextlib
 import csv
 import io
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from teachers import classroom, grade  # noqa: E402
 from tensorlab.exercises import student as student_module  # noqa: E402
+from tests.tools import scenarios_main  # noqa: E402
 
 SOLUTION = (ROOT / "teachers" / "solutions" / "exp_log.py").read_text()
 STUB = (ROOT / "tensorlab" / "exercises" / "catalog" / "exp_log" / "stub.py").read_text()
@@ -233,16 +233,5 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
     return failures
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0, help="the first scenario's seed (each scenario has its own)")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    failures = run_scenarios(args.scenarios, args.seed)
-    print(f"{args.scenarios} scenarios in {time.perf_counter() - started:.0f} s: {len(failures)} broke the property")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scenarios_main(__doc__, run_scenarios))

@@ -1,13 +1,15 @@
-"""The command-line tools the tests run, found beside the Python that runs the tests, never on PATH; and a
-command run into a pipe whose reader has gone (`... | head`).
+"""The command-line tools the tests run, found beside the Python that runs the tests, never on PATH; a command
+run into a pipe whose reader has gone (`... | head`); the command line of the scenario generators.
 
 `venv/bin/python -m pytest` with the venv not activated has its tools in venv/bin, and PATH may hold
 other versions, or none: the interpreter's own folder is the one that pip installed them into.
 """
 
+import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,16 @@ def run_into_a_closed_pipe(argv, cwd, buffering):
         return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120, cwd=cwd, env=env)
     finally:
         os.close(write_end)
+
+
+def scenarios_main(doc, run_scenarios):
+    """The command line of a scenario generator (tests/fault_injector.py, tests/hostile_class.py), `doc` its
+    docstring: `--scenarios N --seed S`; exit status 1 when a scenario broke the property."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0, help="the first scenario's seed (each scenario has its own)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    failures = run_scenarios(args.scenarios, args.seed)
+    print(f"{args.scenarios} scenarios in {time.perf_counter() - started:.0f} s: {len(failures)} broke the property")
+    return 1 if failures else 0
