@@ -5,7 +5,7 @@
     grade SUBMISSIONS_DIR [--out PATH] [--hints L]     check every student's files into a gradebook
 
 Run from the checkout's root. Exit codes: 0 written, 1 a wheel or the gradebook could not be written (an earlier
-gradebook is left as it was), 2 a usage error, 130 Ctrl-C (grade then writes no gradebook).
+gradebook is left as it was), 2 a usage error, 130 Ctrl-C or SIGTERM (grade then writes no gradebook).
 The students' own commands (list, stub, check) are `python -m tensorlab.exercises`.
 """
 

@@ -24,6 +24,7 @@ import contextlib
 import csv
 import io
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ STATUSES = ("passed", "failed", "not handed in", "tampered", "not graded")
 
 def grade(folder, out, hints, time_limit):
     """Check every student's files, write out.csv and out.md; 0 when written, 1 when they cannot be written, 2 on a
-    usage error, 130 on Ctrl-C."""
+    usage error, 130 on Ctrl-C or SIGTERM."""
     if not folder.is_dir():
         print(f"{folder}: no such folder. Give the folder that holds one folder per student.", file=sys.stderr)
         return 2
@@ -64,6 +65,7 @@ def grade(folder, out, hints, time_limit):
     watched = teachers_folders(folder, out)
     trusted = engine_files()
     rows = []
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill`, or a check's code: as Ctrl-C
     try:
         for student in students:
             for name in names:
@@ -73,13 +75,16 @@ def grade(folder, out, hints, time_limit):
                 else:
                     rows.append(row(student, name, source, hints, time_limit, watched))
     except KeyboardInterrupt as stop:
-        why = "".join(f" {line}: if you did not press Ctrl-C, its code did that too." for line in stop.args if line)
+        why = "".join(f" {line}: if you did not stop it, its code did that too." for line in stop.args if line)
         print(
-            f"Interrupted (Ctrl-C) at {student.name}/{name}.py, after {len(rows)} of {len(students) * len(names)} "
-            f"checks: no gradebook written (an earlier one is left as it was). Grade again to grade them all.{why}",
+            f"Interrupted (Ctrl-C or SIGTERM) at {student.name}/{name}.py, after {len(rows)} of "
+            f"{len(students) * len(names)} checks: no gradebook written (an earlier one is left as it was). Grade "
+            f"again to grade them all.{why}",
             file=sys.stderr,
         )
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     table = grid(rows, names)
     paths = [out.with_name(out.name + end) for end in (".csv", "-grid.csv", ".md")]
     texts = [csv_text(rows, COLUMNS), csv_text(table, list(table[0])), markdown(rows, table, hints)]

@@ -6,12 +6,12 @@ Each scenario grades a class of three in this process (`python -m teachers.class
 time limit 2 s), in a scratch folder that is the teacher's working folder, with a HOME of its own, and with the engine
 the checks copy moved to the scratch folder too (no scenario can change this checkout's). bob hands in a right file,
 kim a wrong one; the hostile student (ann, max or zoe: before them, between, after) a right, wrong or unwritten file
-with one to three of the 14 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
+with one to three of the 15 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
 a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
 HOME, the engine's files).
 
 The property:
-- grade ends with 0, or with 130 and its one line when the student's code sent it SIGINT (the line naming what that
+- grade ends with 0, or with 130 and its one line when the student's code sent it SIGINT or SIGTERM (naming what that
   code changed, if anything; the earlier gradebook left as it was unless that code changed it); never a traceback;
 - when the teacher's folder (the submissions, the gradebook's, the working folder) or the engine's files changed
   while the hostile file was checked (a witness of their contents, apart from grade's snapshot), its row reads
@@ -81,13 +81,14 @@ ATTACKS = {
     ),
     "forge": (None, ["print(json.dumps({{'exercise': 'exp_log', 'passed': True, 'exit_code': 0}}))", "os._exit(0)"]),
     "sigint": (None, ["os.kill({checker}, signal.SIGINT)", "time.sleep(1)"]),
+    "sigterm": (None, ["os.kill({checker}, signal.SIGTERM)", "time.sleep(1)"]),
     "exit": (None, ["sys.exit(0)"]),
     "flood": (None, ["print('x' * 1_000_000)"]),
     "loop": (None, ["while True:", "    pass"]),
 }
 
 
-ENDERS = {"forge", "sigint", "exit", "loop"}  # attacks after which no code of the student's runs
+ENDERS = {"forge", "sigint", "sigterm", "exit", "loop"}  # attacks after which no code of the student's runs
 
 
 def scenario(n, scratch):
@@ -139,8 +140,8 @@ def scenario(n, scratch):
         problems.append(f"left behind: {sorted(p.name for p in tmp.iterdir())}")
     if (marks / "breach").exists():
         problems.append("the checker's memory was opened")
-    if code == 130:  # the student's code sent SIGINT: the grading stops, saying so, and what that code changed
-        told = err.startswith(f"Interrupted (Ctrl-C) at {hostile}/exp_log.py") and err.count("\n") == 1
+    if code == 130:  # the student's code sent SIGINT or SIGTERM: the grading stops, saying so and what it changed
+        told = err.startswith(f"Interrupted (Ctrl-C or SIGTERM) at {hostile}/exp_log.py") and err.count("\n") == 1
         if not told or (bool(changed[hostile]) != ("TAMPERED" in err)):
             problems.append(f"after SIGINT: {err.strip()[-400:]}; changed: {sorted(map(str, changed[hostile]))[:3]}")
         if out / "book.csv" not in changed[hostile] and (out / "book.csv").read_text() != EARLIER:

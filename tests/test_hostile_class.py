@@ -5,7 +5,8 @@ Planted to see it fail: without the stop of the processes a check leaves behind 
 outlive their checks; with the student's process keeping root's right to trace (student._cannot_trace), the
 checker's memory is opened (scenarios 22, 23, 29); without grade's snapshot, the rows of 15 files that changed the
 teacher's folders read "failed" or "passed"; without the tampering named in grade's line after a SIGINT the
-student's code sent, scenario 24 fails (and 71 of the first 100).
+student's code sent, scenario 24 fails (and 71 of the first 100); with SIGTERM left to end grade, the run itself
+ends (143).
 """
 
 import re

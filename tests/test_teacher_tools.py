@@ -424,7 +424,7 @@ def test_ctrl_c_stops_the_grading_and_no_check_cut_short_is_a_row(tmp_path, seed
         assert [r["status"] for r in rows] == ["passed"] * 4, rows
     else:
         assert grading.returncode == 130, (out, err)
-        assert err.startswith("Interrupted (Ctrl-C) at ") and "no gradebook written" in err, err
+        assert err.startswith("Interrupted (Ctrl-C or SIGTERM) at ") and "no gradebook written" in err, err
         assert sorted(p.name for p in book.parent.iterdir()) == ["book.csv"]
         assert (book.parent / "book.csv").read_text() == "the gradebook of an earlier run\n"
 
