@@ -268,8 +268,10 @@ def test_the_students_code_can_neither_read_nor_write_the_checkers_memory(tmp_pa
     )
     (tmp_path / "exp_log.py").write_text(probe + solution("exp_log"))
 
+    prctl = ctypes.CDLL(None).prctl  # looked up here: between fork and exec only the call runs
+
     def as_a_user():
-        ctypes.CDLL(None).prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP CAP_SYS_PTRACE, gone after exec (a user: no effect)
+        prctl(24, 19, 0, 0, 0)  # PR_CAPBSET_DROP CAP_SYS_PTRACE, gone after exec (as a user: no effect)
 
     done = subprocess.run(
         [sys.executable, "-m", "tensorlab.exercises", "check", "exp_log", str(tmp_path / "exp_log.py")],
@@ -277,6 +279,7 @@ def test_the_students_code_can_neither_read_nor_write_the_checkers_memory(tmp_pa
         capture_output=True,
         text=True,
         preexec_fn=as_a_user,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.glob("*-*")) == ["refused-cwd", "refused-mem"]
