@@ -131,10 +131,6 @@ def grid(rows, names):
     ]
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a check; its one argument says what the check's code changed ("" nothing)."""
-
-
 def row(student, name, source, hints, time_limit, watched=()):
     """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
     if source is None:
@@ -148,7 +144,7 @@ def row(student, name, source, hints, time_limit, watched=()):
         f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
     )
     if code == 130:  # Ctrl-C (or SIGINT sent by the code checked): no verdict, and the grading stops (grade)
-        raise Interrupted(tampered if changed else "")
+        raise KeyboardInterrupt(tampered if changed else "")  # grade's one line says what the check's code changed
     if changed:
         return _row(
             student,
