@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -187,31 +188,29 @@ def _contents(folders):
 def _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed):
     """(exit code, stderr) of `grade` run here: from `teacher`, HOME `home`, TMPDIR `tmp`, the engine at `engine`;
     changed[student]: the paths under `witnessed` that changed during that student's check."""
-    err = io.StringIO()
-    saved = os.getcwd(), os.environ.get("HOME"), tempfile.tempdir, student_module.TENSORLAB, grade.TENSORLAB, grade.row
+    err, graded = io.StringIO(), grade.row
 
     def row(student, *args, **kwargs):
         before = _contents(witnessed)
         try:
-            return saved[5](student, *args, **kwargs)
+            return graded(student, *args, **kwargs)
         finally:
             after = _contents(witnessed)
             changed[student.name] = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
 
-    os.chdir(teacher)
-    os.environ["HOME"], tempfile.tempdir = str(home), str(tmp)
-    student_module.TENSORLAB = grade.TENSORLAB = engine
-    grade.row = row
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            code = classroom.main(["grade", str(submissions), "--out", str(out / "book"), "--time-limit", "2"])
-    finally:
-        os.chdir(saved[0])
-        if saved[1] is None:
-            os.environ.pop("HOME", None)
-        else:
-            os.environ["HOME"] = saved[1]
-        tempfile.tempdir, student_module.TENSORLAB, grade.TENSORLAB, grade.row = saved[2:]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.chdir(teacher))
+        stack.enter_context(mock.patch.dict(os.environ, HOME=str(home)))
+        stack.enter_context(mock.patch.object(tempfile, "tempdir", str(tmp)))
+        for module, name, value in (
+            (student_module, "TENSORLAB", engine),
+            (grade, "TENSORLAB", engine),
+            (grade, "row", row),
+        ):
+            stack.enter_context(mock.patch.object(module, name, value))
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        code = classroom.main(["grade", str(submissions), "--out", str(out / "book"), "--time-limit", "2"])
     return code, err.getvalue()
 
 
