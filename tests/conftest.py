@@ -7,7 +7,11 @@ run on the strict CuPy stand-in in tests/strict_cupy (NumPy underneath, CuPy's r
 """
 
 import os
+import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -97,3 +101,24 @@ def backend(request):
 def cuda(request):
     """The 'cuda' backend alone, for tests that only make sense on a GPU (real, or the stand-in)."""
     yield from _cuda_backend(request.param)
+
+
+@pytest.fixture
+def python_nobody_can_run():
+    """(folder, python): a venv of Debian's Python of this version, outside /root (mode 700, where this machine's
+    Python lives), with this NumPy copied in and the rest of this Python's packages after it: a Python the user
+    nobody can run, as on Gradescope and in containers, where the student's code then runs as nobody
+    (tensorlab.exercises.student.student_user). Needs root, as those do."""
+    debian = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if os.geteuid() != 0 or not debian.exists():
+        pytest.skip(f"needs root and {debian}: only a root checker runs the student's code as nobody")
+    folder = Path(tempfile.mkdtemp())
+    folder.chmod(0o755)
+    subprocess.run([debian, "-m", "venv", "--without-pip", folder / "venv"], check=True)
+    (packages,) = (folder / "venv" / "lib").glob("python*/site-packages")
+    for found in Path(np.__file__).parents[1].glob("numpy*"):
+        if found.is_dir() and not found.name.endswith("-info"):
+            shutil.copytree(found, packages / found.name)
+    (packages / "this_pythons.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest and the rest: root's
+    yield folder, folder / "venv" / "bin" / "python"
+    shutil.rmtree(folder)

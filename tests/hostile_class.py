@@ -19,7 +19,9 @@ The property:
 - bob passes and kim fails, whatever the hostile file did to their files (rows after it may read "not graded" once
   the engine's files changed);
 - no process of the student's outlives its check (a daemon's mark after 3 s), the checker's memory is never opened
-  (a breach mark), and no check leaves its temporary folder behind.
+  (a breach mark), and no check leaves its temporary folder behind;
+- where the student's code runs as nobody (a root grader, student.student_user), every attack is refused: no file
+  changes and no signal reaches grade.
 Every attack marks that it ran (in a folder no check watches), so a run can show that each did.
 tests/test_hostile_class.py runs 35 scenarios.
 """
@@ -100,6 +102,7 @@ def scenario(n, scratch):
     shutil.copytree(ROOT / "tensorlab", engine, ignore=shutil.ignore_patterns("__pycache__"))
     for folder in (home, marks, tmp, out):
         folder.mkdir(parents=True)
+    marks.chmod(0o777)  # the student's code marks there, whichever user it runs as
     (teacher / "notes.txt").write_text("the teacher's notes\n")
     (home / ".profile").write_text("# the teacher's\n")
     (out / "book.csv").write_text(EARLIER)
@@ -141,6 +144,8 @@ def scenario(n, scratch):
         problems.append(f"left behind: {sorted(p.name for p in tmp.iterdir())}")
     if (marks / "breach").exists():
         problems.append("the checker's memory was opened")
+    if student_module.student_user() and (code or changed.get(hostile)):  # as nobody, refused: nothing to detect
+        problems.append(f"as nobody, exit {code} and changed: {sorted(map(str, changed.get(hostile, ())))[:3]}")
     if code == 130:  # the student's code sent SIGINT or SIGTERM: the grading stops, saying so and what it changed
         told = err.startswith(f"Interrupted (Ctrl-C or SIGTERM) at {hostile}/exp_log.py") and err.count("\n") == 1
         if not told or (bool(changed[hostile]) != ("TAMPERED" in err)):
@@ -218,6 +223,7 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
     """Run `count` scenarios from `seed`; [(what, problems)] of those that broke the property."""
     failures = []
     with tempfile.TemporaryDirectory(prefix="hostile-class-") as tmp:
+        os.chmod(tmp, 0o755)  # where the checks' folders are: nobody's to enter when the student's code runs as nobody
         for n in range(seed, seed + count):
             scratch = Path(tmp) / str(n)
             what, problems = scenario(n, scratch)

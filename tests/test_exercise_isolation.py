@@ -327,3 +327,58 @@ def test_a_fault_of_the_checkers_own_is_still_one_record(tmp_path, monkeypatch):
     record = json.loads(printed.getvalue())
     assert code == 3 and record["passed"] is False and record["exit_code"] == 3 and check.check is broken
     assert record["diagnosis"].startswith("The checker itself failed (KeyError: 'a bug', at line "), record
+
+
+# ----- as root, the student's code runs as nobody -------------------------------------------------------------------
+AS_ROOT = [  # what root's rights would let the student's code do to the grader: (name, code given `path`, a file of
+    # the teacher's, `folder`, the teacher's folder, and `checker`, the grading process's id)
+    ("write", "open(path, 'a').write('#')"),
+    ("delete", "os.remove(path)"),
+    ("chmod", "os.chmod(path, 0o777)"),
+    ("create", "open(os.path.join(folder, 'new.txt'), 'w')"),
+    ("rename", "os.rename(folder, folder + '-moved')"),
+    ("kill", "os.kill(checker, signal.SIGKILL)"),
+    ("stop", "os.kill(checker, signal.SIGSTOP)"),
+    ("memory", "open('/proc/%d/mem' % checker, 'r+b')"),
+    ("environ", "open('/proc/%d/environ' % checker).read()"),
+    ("maps", "open('/proc/%d/maps' % checker).read()"),
+]
+
+
+def test_graded_as_root_the_students_code_can_do_nothing_roots_rights_would_allow(python_nobody_can_run):
+    """Gradescope and containers grade as root. There the student's process runs as the user nobody (when nobody can
+    run the grader's Python and NumPy), so each of these is refused by the system instead of detected after the fact,
+    while the right answer it holds still passes and the classmate is graded on their own file."""
+    base, python = python_nobody_can_run
+    submissions, teacher, marks = base / "submissions", base / "teacher", base / "marks"
+    teacher.mkdir()
+    (teacher / "notes.txt").write_text("the teacher's notes")
+    marks.mkdir()
+    marks.chmod(0o777)  # like /tmp: the one place nobody can write its marks
+    hand_in(submissions, "zed", "mul", solution("mul").replace(*WRONG_MUL))
+    attacks = "".join(
+        f"try:\n    {code}\n    open(os.path.join(marks, 'done-{name}'), 'w')\n"
+        f"except OSError:\n    open(os.path.join(marks, 'refused-{name}'), 'w')\n"
+        for name, code in AS_ROOT
+    )
+    for name, victim in (("exp_log", teacher / "notes.txt"), ("mul", submissions / "zed" / "mul.py")):
+        head = (
+            "import os, signal\n"
+            f"path, folder, marks = {str(victim)!r}, {str(victim.parent)!r}, {str(marks)!r}\nchecker = os.getppid()\n"
+        )
+        hand_in(submissions, "amy", name, head + attacks + solution(name))  # amy is graded before zed
+    before = {path: path.read_bytes() for path in (teacher / "notes.txt", submissions / "zed" / "mul.py")}
+    done = subprocess.run(
+        [python, "-m", "teachers.classroom", "grade", str(submissions), "--out", str(base / "book" / "gradebook")],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "HOME": str(teacher), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in marks.iterdir()) == sorted(f"refused-{name}" for name, _ in AS_ROOT)
+    assert {path: path.read_bytes() for path in before} == before
+    with open(base / "book" / "gradebook.csv", newline="") as file:
+        rows = {(r["student"], r["exercise"]): r["status"] for r in csv.DictReader(file)}
+    assert rows["amy", "exp_log"] == rows["amy", "mul"] == "passed" and rows["zed", "mul"] == "failed", rows

@@ -6,12 +6,18 @@ outlive their checks; with the student's process keeping root's right to trace (
 checker's memory is opened (scenarios 22, 23, 29); without grade's snapshot, the rows of 15 files that changed the
 teacher's folders read "failed" or "passed"; without the tampering named in grade's line after a SIGINT the
 student's code sent, scenario 24 fails (and 71 of the first 100); with SIGTERM left to end grade, the run itself
-ends (143).
+ends (143). Graded as root with a Python the user nobody can run (a container's, Gradescope's), the student's code runs
+as nobody and every attack must be refused: with it run as root there, 6 of the first 10 scenarios change files or
+stop grade.
 """
 
 import re
+import subprocess
+from pathlib import Path
 
 from hostile_class import ATTACKS, run_scenarios
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_hostile_classes_keep_the_property_under_every_attack():
@@ -20,3 +26,17 @@ def test_hostile_classes_keep_the_property_under_every_attack():
     assert not failures, "\n".join(f"{what}: {'; '.join(problems)}" for what, problems in failures)
     ran = {name for what in seen for name in re.search(r"\(ran: ([^)]*)\)", what)[1].split(", ")}
     assert ran >= set(ATTACKS), set(ATTACKS) - ran
+
+
+def test_graded_as_root_every_attack_is_refused(python_nobody_can_run):
+    _, python = python_nobody_can_run
+    run = [python, "-c", "from tensorlab.exercises.student import student_user; assert student_user()"]
+    subprocess.run(run, cwd=ROOT, check=True, timeout=120)  # this Python runs the student's code as nobody
+    done = subprocess.run(
+        [python, "-m", "tests.hostile_class", "--scenarios", "20", "--seed", "1000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and "0 broke the property" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]

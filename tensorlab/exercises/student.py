@@ -8,7 +8,8 @@ a piece of the student's code (child.HANDLERS) and returns the data it sends bac
 time limit of the case (`time_limit`): a case past it stops the child and raises TimeLimit.
 On Linux the student's processes cannot read or write this one's memory, and none outlives its check,
 however it left (a double fork, setsid): this process adopts them and stops every one with the child
-(`guard_the_checker`).
+(`guard_the_checker`). When this process is root (a container, Gradescope), the student's code runs as
+the user `nobody` wherever nobody can run this Python and NumPy (`student_user`).
 """
 
 import contextlib
@@ -111,6 +112,10 @@ class Student:
         (engine / "numpy").symlink_to(Path(np.__file__).parent, target_is_directory=True)
         work.mkdir()
         home.mkdir()
+        user = student_user()
+        for root, dirs, files in os.walk(self.folder) if user else ():  # the check's folder is nobody's own
+            for name in [".", *dirs, *files]:
+                os.lchown(os.path.join(root, name), *user)
         printed = self.folder / "printed"  # what the student's code prints: it appends, this process reads
         appended = open(printed, "ab")  # handed to the child, closed below
         self.output = open(printed, "rb")  # closed in __exit__
@@ -128,7 +133,7 @@ class Student:
             stderr=subprocess.STDOUT,
             pass_fds=(write,),
             start_new_session=True,  # its own process group: stopped whole, with whatever it started
-            preexec_fn=_cannot_trace if os.geteuid() == 0 else None,  # a user has no such right to give up
+            **_as(user),
         )
         os.close(write)
         appended.close()
@@ -278,6 +283,41 @@ def _cannot_trace():
     all root's rights but the right to trace any process, gone for good at exec."""
     if PRCTL is not None:
         PRCTL(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
+
+
+@functools.cache
+def student_user():
+    """(uid, gid) of the user nobody when this process is root and nobody can run this Python and NumPy in the
+    folder checks run in: the student's code then runs without root's rights, so it cannot change your files, signal
+    this process or read its /proc entries. None otherwise (a user's checker; a Python under /root, mode 700): the
+    student's code runs as this process's user, as root without the right to trace (`_cannot_trace`)."""
+    try:
+        import pwd
+
+        nobody = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+    except (ImportError, KeyError):
+        nobody = None
+    if nobody is None:
+        return None
+    user, numpy_folder = (nobody.pw_uid, nobody.pw_gid), str(Path(np.__file__).parents[1])
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import numpy"
+    try:
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", probe, numpy_folder],
+            **dict(cwd=tempfile.gettempdir(), env={}, capture_output=True, timeout=STARTUP, check=True),
+            **_as(user),
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return user
+
+
+def _as(user):
+    """Popen's arguments that start the student's process as `user` ((uid, gid), no other group), or, without one,
+    as this process's user: as root, without the right to trace others (a user has no such right to give up)."""
+    if user:
+        return {"user": user[0], "group": user[1], "extra_groups": []}
+    return {"preexec_fn": _cannot_trace if os.geteuid() == 0 else None}
 
 
 def children():
