@@ -382,3 +382,19 @@ def test_graded_as_root_the_students_code_can_do_nothing_roots_rights_would_allo
     with open(base / "book" / "gradebook.csv", newline="") as file:
         rows = {(r["student"], r["exercise"]): r["status"] for r in csv.DictReader(file)}
     assert rows["amy", "exp_log"] == rows["amy", "mul"] == "passed" and rows["zed", "mul"] == "failed", rows
+
+
+def test_where_nobody_cannot_reach_the_check_folder_the_student_code_runs_as_root(python_nobody_can_run, tmp_path):
+    """A TMPDIR only root can enter (tmp_path: mode 700): the check folder is made there, out of nobody's reach, so
+    the student's code runs as root, as before, and the file is checked (not a checker that cannot start)."""
+    base, python = python_nobody_can_run
+    (base / "exp_log.py").write_text(solution("exp_log"))
+    done = subprocess.run(
+        [python, "-m", "tensorlab.exercises", "check", "exp_log", str(base / "exp_log.py")],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

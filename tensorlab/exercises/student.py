@@ -300,11 +300,11 @@ def student_user():
     if nobody is None:
         return None
     user, numpy_folder = (nobody.pw_uid, nobody.pw_gid), str(Path(np.__file__).parents[1])
-    probe = "import sys; sys.path.insert(0, sys.argv[1]); import numpy"
+    probe = "import os, sys; os.stat(sys.argv[2]); sys.path.insert(0, sys.argv[1]); import numpy"  # reached, run
     try:
         subprocess.run(
-            [sys.executable, "-I", "-S", "-c", probe, numpy_folder],
-            **dict(cwd=tempfile.gettempdir(), env={}, capture_output=True, timeout=STARTUP, check=True),
+            [sys.executable, "-I", "-S", "-c", probe, numpy_folder, tempfile.gettempdir()],
+            **dict(cwd="/", env={}, capture_output=True, timeout=STARTUP, check=True),
             **_as(user),
         )
     except (OSError, subprocess.SubprocessError):
