@@ -6,7 +6,8 @@ in is graded for every student (a missing file is a row "not handed in"). Every 
 before the first check runs, and each check gets its file's text from that copy, so what one
 student's code does to the files on disk changes no other row. Each check runs here, in this
 process (tensorlab.exercises.runner), and the student's code in a process of its own (an empty
-working folder, its own HOME, only the engine importable), with the time limit per case: a loop
+working folder, its own HOME, only the engine importable; as the user nobody when this process is
+root and nobody can run its Python), with the time limit per case: a loop
 that never ends, a crash or an exit fails that row and the grading goes on. The verdict is
 computed here from the arrays that process sends back; nothing it prints is read.
 
