@@ -53,8 +53,11 @@ class Context:
         self.settings = settings or {}
 
     def close(self, a, b):
-        """a matches b: |a - b| <= atol + rtol * |b| everywhere."""
-        return a.shape == b.shape and bool(np.all(np.abs(a - b) <= self.atol + self.rtol * np.abs(b)))
+        """a matches b: |a - b| <= atol + rtol * |b| everywhere, b finite (an inf in b would match any number)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            return a.shape == b.shape and bool(
+                np.all(np.isfinite(b) & (np.abs(a - b) <= self.atol + self.rtol * np.abs(b)))
+            )
 
 
 def ignores_gy(names):
@@ -159,12 +162,14 @@ def _whole_array_slip(name, a, n, report, ctx):
 
 
 def _factor(a, n, ctx):
-    """The constant c with a = c * n, when there is one and it is not 1 (or 0, or -1): n has two nonzero elements at
-    least (any two numbers are some constant times each other)."""
-    norm = float((n * n).sum())
-    if np.count_nonzero(n) < 2:
+    """The constant c with a = c * n, when there is one and it is not 1 (or 0, or -1): n has two elements at least
+    that are not zero to the case's tolerance (any two numbers are some constant times each other; a gradient of
+    1e-186 everywhere, whose squares are 0, is none)."""
+    if np.count_nonzero(np.abs(n) > ctx.atol) < 2:
         return None
-    c = float((a * n).sum()) / norm
+    size = np.abs(n).max()
+    with np.errstate(over="ignore", invalid="ignore"):  # a huge a over a tiny n: c is inf, and no factor
+        c = float(np.sum(a * (n / size)) / np.sum((n / size) ** 2) / size)  # n / size: squares that do not underflow
     if abs(c) < 1e-6 or abs(abs(c) - 1) < 1e-3 or not ctx.close(a, c * n):
         return None
     return c
