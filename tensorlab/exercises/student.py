@@ -301,12 +301,10 @@ def student_user():
         return None
     user, numpy_folder = (nobody.pw_uid, nobody.pw_gid), str(Path(np.__file__).parents[1])
     probe = "import os, sys; os.stat(sys.argv[2]); sys.path.insert(0, sys.argv[1]); import numpy"  # reached, run
+    command = [sys.executable, "-I", "-S", "-c", probe, numpy_folder, tempfile.gettempdir()]
+    options = dict(cwd="/", env={}, capture_output=True, timeout=STARTUP, check=True)
     try:
-        subprocess.run(
-            [sys.executable, "-I", "-S", "-c", probe, numpy_folder, tempfile.gettempdir()],
-            **dict(cwd="/", env={}, capture_output=True, timeout=STARTUP, check=True),
-            **_as(user),
-        )
+        subprocess.run(command, **options, **_as(user))
     except (OSError, subprocess.SubprocessError):
         return None
     return user
