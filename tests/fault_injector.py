@@ -43,7 +43,7 @@ from models.checkpoint import read_checkpoint  # noqa: E402
 from models.metrics import read_metrics  # noqa: E402
 from tensorlab import serialization  # noqa: E402
 from tensorlab.serialization import TEMP_SUFFIX  # noqa: E402
-from tests.tools import scenarios_main  # noqa: E402
+from tests.tools import run_each, scenarios_main  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "small_corpus.txt"
 SETTINGS = [
@@ -234,7 +234,7 @@ def scenario(seed, base, corpus, workdir):
     finally:
         for path in (run, scratch):
             shutil.rmtree(path, ignore_errors=True)
-    return f"{' '.join(what)}: {' '.join(map(str, argv))}".replace(str(workdir) + "/", ""), problems
+    return f"scenario {seed}: {' '.join(what)}: {' '.join(map(str, argv))}".replace(str(workdir) + "/", ""), problems
 
 
 def harm_and_run(rng, fault, argv, run, what, other, scratch, corpus):
@@ -276,14 +276,7 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
     with tempfile.TemporaryDirectory(prefix="fault-injector-") as tmp:
         workdir = Path(tmp)
         base, corpus = base_run(workdir)
-        failures = []
-        for n in range(seed, seed + count):
-            what, problems = scenario(n, base, corpus, workdir)
-            seen(what)
-            if problems:
-                failures.append((what, problems))
-                report(f"scenario {n}: {what}\n    " + "\n    ".join(problems))
-        return failures
+        return run_each(lambda n: scenario(n, base, corpus, workdir), count, seed, report, seen)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from teachers import classroom, grade  # noqa: E402
 from tensorlab.exercises import student as student_module  # noqa: E402
-from tests.tools import scenarios_main  # noqa: E402
+from tests.tools import run_each, scenarios_main  # noqa: E402
 
 SOLUTION = (ROOT / "teachers" / "solutions" / "exp_log.py").read_text()
 STUB = (ROOT / "tensorlab" / "exercises" / "catalog" / "exp_log" / "stub.py").read_text()
@@ -221,16 +221,9 @@ def _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed):
 
 def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
     """Run `count` scenarios from `seed`; [(what, problems)] of those that broke the property."""
-    failures = []
     with tempfile.TemporaryDirectory(prefix="hostile-class-") as tmp:
         os.chmod(tmp, 0o755)  # where the checks' folders are: nobody's to enter when the student's code runs as nobody
-        for n in range(seed, seed + count):
-            scratch = Path(tmp) / str(n)
-            what, problems = scenario(n, scratch)
-            seen(what)
-            if problems:
-                failures.append((what, problems))
-                report(f"{what}\n    " + "\n    ".join(problems))
+        failures = run_each(lambda n: scenario(n, Path(tmp) / str(n)), count, seed, report, seen)
         time.sleep(3.5)  # a daemon that outlived its check marks itself after 3 s
         survived = sorted(p.relative_to(tmp) for p in Path(tmp).glob("*/marks/survived-*"))
         if survived:

@@ -17,6 +17,7 @@ runs 24 scenarios.
 
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +27,7 @@ from tensorlab.exercises.catalog import EXERCISES  # noqa: E402
 from tensorlab.exercises.gradient import Case  # noqa: E402
 from tensorlab.exercises.report import Report  # noqa: E402
 from tensorlab.exercises.runner import run  # noqa: E402
-from tests.tools import scenarios_main  # noqa: E402
+from tests.tools import run_each, scenarios_main  # noqa: E402
 
 GRADIENT_EXERCISES = [e for e in EXERCISES if isinstance(e.cases[0], Case)]
 BACKWARD = "    def backward(self, gy):\n"
@@ -130,18 +131,13 @@ def scenario(n, folder):
 
 def run_scenarios(count, seed=0, report=print):
     """Run `count` scenarios from `seed`; [(what, problems)] of those that broke the property."""
-    import tempfile
-
-    failures = []
     with tempfile.TemporaryDirectory(prefix="junk-answers-") as tmp:
-        for n in range(seed, seed + count):
-            folder = Path(tmp) / str(n)
-            folder.mkdir()
-            what, problems = scenario(n, folder)
-            if problems:
-                failures.append((what, problems))
-                report(f"{what}\n    " + "\n    ".join(problems))
-    return failures
+
+        def each(n):
+            (Path(tmp) / str(n)).mkdir()
+            return scenario(n, Path(tmp) / str(n))
+
+        return run_each(each, count, seed, report)
 
 
 if __name__ == "__main__":

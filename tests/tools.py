@@ -39,6 +39,19 @@ def run_into_a_closed_pipe(argv, cwd, buffering):
         os.close(write_end)
 
 
+def run_each(scenario, count, seed, report, seen=lambda what: None):
+    """scenario(n) -> (what, problems) for `count` seeds from `seed`: [(what, problems)] of those that broke the
+    property, each also told to `report`; `seen(what)` is told what every scenario did."""
+    failures = []
+    for n in range(seed, seed + count):
+        what, problems = scenario(n)
+        seen(what)
+        if problems:
+            failures.append((what, problems))
+            report(f"{what}\n    " + "\n    ".join(problems))
+    return failures
+
+
 def scenarios_main(doc, run_scenarios):
     """The command line of a scenario generator (tests/fault_injector.py, tests/hostile_class.py), `doc` its
     docstring: `--scenarios N --seed S`; exit status 1 when a scenario broke the property."""
