@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +25,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 # a print behaves differently with Python's buffers; .ci/run also runs the suite from a bare environment).
 for _var in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"):
     os.environ.pop(_var, None)
+
+# A root checker runs the student's code as nobody where nobody can run this Python (a system Python, a container's);
+# the exercise tests check the guards of a teacher's own user, which need the student's code to act with the
+# checker's rights: the tests that say so run it as nobody (tests/test_exercise_isolation.py, test_hostile_class.py).
+os.environ["TENSORLAB_STUDENT_USER"] = ""
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -119,6 +123,7 @@ def python_nobody_can_run():
     for found in Path(np.__file__).parents[1].glob("numpy*"):
         if found.is_dir() and not found.name.endswith("-info"):
             shutil.copytree(found, packages / found.name)
-    (packages / "this_pythons.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest and the rest: root's
+    theirs = [path for path in sys.path if path.endswith("-packages")]  # pytest and the rest: root's
+    (packages / "this_pythons.pth").write_text("".join(path + "\n" for path in theirs))
     yield folder, folder / "venv" / "bin" / "python"
     shutil.rmtree(folder)

@@ -398,3 +398,23 @@ def test_where_nobody_cannot_reach_the_check_folder_the_student_code_runs_as_roo
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_student_user_that_cannot_be_used_is_one_line_not_a_silent_root(python_nobody_can_run, tmp_path):
+    """TENSORLAB_STUDENT_USER names the user a root checker runs the student's code as: one that does not exist, or
+    cannot run the Python, is said in one line (no verdict), never quietly replaced by root."""
+    _, python = python_nobody_can_run
+    (tmp_path / "exp_log.py").write_text(solution("exp_log"))
+    for user, why in (("no-such-user", "names no user of this system"), ("root", "")):
+        done = subprocess.run(
+            [python, "-m", "tensorlab.exercises", "check", "exp_log", str(tmp_path / "exp_log.py")],
+            cwd=ROOT,
+            env={"PATH": os.environ["PATH"], "TENSORLAB_STUDENT_USER": user},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if why:
+            assert done.returncode == 3 and f"TENSORLAB_STUDENT_USER='{user}' {why}" in done.stdout, done.stdout
+        else:  # root itself can run anything: the code runs as root, by the teacher's choice
+            assert done.returncode == 0, done.stdout + done.stderr

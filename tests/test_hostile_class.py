@@ -11,6 +11,7 @@ as nobody and every attack must be refused: with it run as root there, 6 of the 
 stop grade.
 """
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -30,11 +31,13 @@ def test_hostile_classes_keep_the_property_under_every_attack():
 
 def test_graded_as_root_every_attack_is_refused(python_nobody_can_run):
     _, python = python_nobody_can_run
+    env = dict(os.environ, TENSORLAB_STUDENT_USER="nobody")
     run = [python, "-c", "from tensorlab.exercises.student import student_user; assert student_user()"]
-    subprocess.run(run, cwd=ROOT, check=True, timeout=120)  # this Python runs the student's code as nobody
+    subprocess.run(run, cwd=ROOT, env=env, check=True, timeout=120)  # this Python runs the student's code as nobody
     done = subprocess.run(
         [python, "-m", "tests.hostile_class", "--scenarios", "20", "--seed", "1000"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,

@@ -9,7 +9,7 @@ time limit of the case (`time_limit`): a case past it stops the child and raises
 On Linux the student's processes cannot read or write this one's memory, and none outlives its check,
 however it left (a double fork, setsid): this process adopts them and stops every one with the child
 (`guard_the_checker`). When this process is root (a container, Gradescope), the student's code runs as
-the user `nobody` wherever nobody can run this Python and NumPy (`student_user`).
+the user `nobody` wherever nobody can run this Python and NumPy, or as TENSORLAB_STUDENT_USER (`student_user`).
 """
 
 import contextlib
@@ -41,6 +41,7 @@ STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on
 RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36  # Linux's prctl options (guard_the_checker)
+STUDENT_USER = "TENSORLAB_STUDENT_USER"  # the user a root checker runs the student's code as (student_user)
 CAP_SYS_PTRACE = 19  # the right to trace any process: root's, dropped for the student's process (guard_the_checker)
 try:
     PRCTL = ctypes.CDLL(None).prctl  # looked up once here: _cannot_trace runs between fork and exec
@@ -285,27 +286,41 @@ def _cannot_trace():
         PRCTL(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
 
 
-@functools.cache
 def student_user():
-    """(uid, gid) of the user nobody when this process is root and nobody can run this Python and NumPy in the
-    folder checks run in: the student's code then runs without root's rights, so it cannot change your files, signal
-    this process or read its /proc entries. None otherwise (a user's checker; a Python under /root, mode 700): the
+    """(uid, gid) of the user a root checker runs the student's code as: TENSORLAB_STUDENT_USER names it ('nobody'
+    when unset; empty: this process's user). As that user the student's code has no root's rights: it cannot change
+    your files, signal this process or read its /proc entries. None when this process is not root, or when nobody
+    (unset) cannot run this Python and NumPy in the folder checks run in (a Python under /root, mode 700): then the
     student's code runs as this process's user, as root without the right to trace (`_cannot_trace`)."""
+    name = os.environ.get(STUDENT_USER, "nobody")
+    return _usable(name, STUDENT_USER in os.environ) if name and os.geteuid() == 0 else None
+
+
+@functools.cache
+def _usable(name, named):
+    """(uid, gid) of user `name` when it can run this Python and NumPy from the folder checks run in; else None, or,
+    for a user the environment `named`, a RuntimeError saying why."""
     try:
         import pwd
 
-        nobody = pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+        entry = pwd.getpwnam(name)
     except (ImportError, KeyError):
-        nobody = None
-    if nobody is None:
+        if named:
+            raise RuntimeError(f"{STUDENT_USER}={name!r} names no user of this system") from None
         return None
-    user, numpy_folder = (nobody.pw_uid, nobody.pw_gid), str(Path(np.__file__).parents[1])
+    if entry.pw_uid == 0:
+        return None  # root itself: as this process, without the right to trace
+    user, numpy_folder = (entry.pw_uid, entry.pw_gid), str(Path(np.__file__).parents[1])
     probe = "import os, sys; os.stat(sys.argv[2]); sys.path.insert(0, sys.argv[1]); import numpy"  # reached, run
     command = [sys.executable, "-I", "-S", "-c", probe, numpy_folder, tempfile.gettempdir()]
     options = dict(cwd="/", env={}, capture_output=True, timeout=STARTUP, check=True)
     try:
         subprocess.run(command, **options, **_as(user))
     except (OSError, subprocess.SubprocessError):
+        if named:
+            raise RuntimeError(
+                f"{STUDENT_USER}={name!r}: that user cannot run {sys.executable} with NumPy in {tempfile.gettempdir()}"
+            ) from None
         return None
     return user
 
