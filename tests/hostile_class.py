@@ -162,6 +162,8 @@ def scenario(n, scratch):
         problems.append(f"{shown} changed; {hostile}'s row reads {status!r}: {rows[hostile]['diagnosis']}")
     if not changed[hostile] and base != "right" and status == "passed":
         problems.append(f"{hostile}'s {base} file passed")
+    if status == "not graded":  # the checker's own failure: whatever the file does, it gets a verdict
+        problems.append(f"{hostile}'s row has no verdict: {rows[hostile]['diagnosis']}")
     engine_changed = any(path.is_relative_to(engine) for path in changed[hostile] or [])
     for student, expected in (("bob", "passed"), ("kim", "failed")):
         allowed = {expected, "not graded"} if engine_changed and student > hostile else {expected}
