@@ -96,6 +96,7 @@ class Evil(np.ndarray):  # an array that says it equals anything, and lies about
 def scenario(n, folder):
     """Check one drawn file in `folder`; (what was drawn, [problems])."""
     rng = random.Random(n)
+    folder.mkdir(parents=True)
     exercise = rng.choice(GRADIENT_EXERCISES)
     source = (ROOT / "teachers" / "solutions" / f"{exercise.name}.py").read_text()
     if "import numpy as np" not in source:
@@ -132,12 +133,7 @@ def scenario(n, folder):
 def run_scenarios(count, seed=0, report=print):
     """Run `count` scenarios from `seed`; [(what, problems)] of those that broke the property."""
     with tempfile.TemporaryDirectory(prefix="junk-answers-") as tmp:
-
-        def each(n):
-            (Path(tmp) / str(n)).mkdir()
-            return scenario(n, Path(tmp) / str(n))
-
-        return run_each(each, count, seed, report)
+        return run_each(lambda n: scenario(n, Path(tmp) / str(n)), count, seed, report)
 
 
 if __name__ == "__main__":

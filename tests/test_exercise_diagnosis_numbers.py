@@ -23,11 +23,15 @@ from tensorlab.gradcheck import InputReport
 DRAWS = 4000
 
 
+def _magnitudes(rng, shape):
+    """Numbers of either sign within 10^3 of one magnitude drawn log-uniformly from float64's whole range."""
+    exponent = rng.uniform(-320, 305) + rng.uniform(-3, 3, shape)
+    return rng.choice([-1.0, 1.0], shape) * 10.0 ** np.clip(exponent, -323, 307)
+
+
 def _reference(rng):
     shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(1, 4)))
-    exponent = rng.uniform(-320, 305)
-    values = rng.choice([-1.0, 1.0], shape) * 10.0 ** np.clip(exponent + rng.uniform(-3, 3, shape), -323, 307)
-    return np.where(rng.random(shape) < 0.3, 0.0, values)
+    return np.where(rng.random(shape) < 0.3, 0.0, _magnitudes(rng, shape))
 
 
 def _students(rng, n, others):
@@ -51,9 +55,7 @@ def _students(rng, n, others):
         a = n.copy()
         a.flat[rng.integers(a.size)] = rng.choice([np.nan, np.inf, -np.inf])
         return a
-    return rng.choice([-1.0, 1.0], n.shape) * 10.0 ** np.clip(
-        rng.uniform(-320, 305) + rng.uniform(-3, 3, n.shape), -323, 307
-    )
+    return _magnitudes(rng, n.shape)  # unrelated numbers, at another magnitude
 
 
 @pytest.mark.parametrize("block", range(4))

@@ -168,8 +168,9 @@ def _factor(a, n, ctx):
     if np.count_nonzero(np.abs(n) > ctx.atol) < 2:
         return None
     size = np.abs(n).max()
+    unit = n / size  # n scaled to 1: squares that do not underflow
     with np.errstate(over="ignore", invalid="ignore"):  # a huge a over a tiny n: c is inf, and no factor
-        c = float(np.sum(a * (n / size)) / np.sum((n / size) ** 2) / size)  # n / size: squares that do not underflow
+        c = float(np.sum(a * unit) / np.sum(unit**2) / size)
     if abs(c) < 1e-6 or abs(abs(c) - 1) < 1e-3 or not ctx.close(a, c * n):
         return None
     return c
