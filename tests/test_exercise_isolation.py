@@ -188,6 +188,19 @@ def test_a_forged_answer_down_the_checkers_own_pipe_fails(tmp_path, teacher):
     assert rows["amy", "exp_log"]["status"] == "failed", rows
 
 
+def test_a_right_file_that_forks_fails_saying_so_not_as_the_checkers_fault(tmp_path, teacher):
+    """Two processes then answer the checker's requests: a reply out of turn is the file's error, not a NOT CHECKED."""
+    submissions = tmp_path / "submissions"
+    right = solution("exp_log")
+    hand_in(submissions, "amy", "exp_log", "import os\nos.fork()\n" + right)
+    forks = right.replace("return gy * self.y", "os.fork()\n        return gy * self.y")
+    hand_in(submissions, "bob", "exp_log", "import os\n" + forks)
+    rows = grade_class(submissions, tmp_path / "book" / "gradebook")
+    for student in ("amy", "bob"):
+        row = rows[student, "exp_log"]
+        assert row["status"] == "failed" and "answered the checker twice" in row["diagnosis"], row
+
+
 def test_the_student_process_sees_only_the_engine_and_numpy(tmp_path, teacher):
     """Where the student's code runs: an empty working folder, its own HOME, nothing on the path but the engine."""
     submissions = tmp_path / "submissions"

@@ -5,8 +5,9 @@ HOME of its own, and only a private copy of this package and NumPy importable. I
 requests on stdin (pickles: from the parent, never read by it); each names a function of
 HANDLERS and its arguments, runs the student's code, and sends back plain data: numbers,
 strings, lists, tuples and NumPy arrays, as one .npz (`pack`), read by the parent without
-pickle (`unpack`). The parent computes every verdict from that data: what this process prints,
-returns or forges can make a check fail, never pass, unless it holds the right numbers.
+pickle (`unpack`), with the request's number (a second process answering shows). The parent
+computes every verdict from that data: what this process prints, returns or forges can make a
+check fail, never pass, unless it holds the right numbers.
 
 What the student's code raises becomes {"error": lines, "not_written": bool}, the lines naming
 the student's file and line (student.describe_exception).
@@ -100,12 +101,12 @@ def serve(replies_fd):
 
     send(replies, pack({}))  # ready
     while (message := receive(requests)) is not None:
-        name, arguments = pickle.loads(message)
+        turn, name, arguments = pickle.loads(message)
         try:
             answer = HANDLERS[name](**arguments)
         except Exception as error:  # noqa: BLE001 (a StudentError, or anything the student's code raised)
             answer = _error(error, name)
-        send(replies, pack(answer))
+        send(replies, pack((turn, answer)))  # the request's number: a second process's answer shows
 
 
 def _error(error, what):

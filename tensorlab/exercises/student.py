@@ -40,6 +40,7 @@ BOOT = (
 STARTUP = 120  # seconds a child may take to start (Python, NumPy, tensorlab) on a busy machine
 RELAY = 0.1  # seconds between looks at what the student's code printed, while waiting for its answer
 SHOWN = 20_000  # bytes of what the student's code printed that a check passes on (the rest is counted)
+_UNSTOPPABLE = set()  # strays of the student's code this process may not stop (Student._stop)
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36  # Linux's prctl options (guard_the_checker)
 STUDENT_USER = "TENSORLAB_STUDENT_USER"  # the user a root checker runs the student's code as (student_user)
 CAP_SYS_PTRACE = 19  # the right to trace any process: root's, dropped for the student's process (guard_the_checker)
@@ -97,7 +98,7 @@ class Student:
             source = source.decode() if isinstance(source, bytes) else source
         except UnicodeDecodeError:
             raise StudentError(f"{path} is not a text file of Python code (it is not valid UTF-8).") from None
-        self.source, self.shown, self.unshown, self.ready = source, 0, 0, False
+        self.source, self.shown, self.unshown, self.ready, self.turn = source, 0, 0, False, 0
 
     def __enter__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="tensorlab-check-"))
@@ -183,7 +184,8 @@ class Student:
         """What child.HANDLERS[handler](**arguments) returned in the child; a StudentError for what it raised."""
         if self.ended:
             raise StudentError(f"(not run: {self.ended})")
-        message = pickle.dumps((handler, arguments))
+        self.turn += 1  # each request's number, which its answer carries back
+        message = pickle.dumps((self.turn, handler, arguments))
         started = time.monotonic()
         self.deadline = None if self.budget is None else started + self.budget
         try:
@@ -205,9 +207,16 @@ class Student:
             if self.budget is not None:
                 self.budget -= time.monotonic() - started
         try:
-            answer = child.unpack(reply)
+            turn, answer = child.unpack(reply)
         except Exception:  # noqa: BLE001 (whatever came down the pipe is the student's process's)
             raise StudentError("The process running your code sent back something that is not an answer.") from None
+        if not (isinstance(turn, int) and turn == self.turn):  # a second process answered too: the replies are out
+            self._stop(grace=0)  # of step from here on
+            self.ended = "two processes of your code answered the checker"
+            raise StudentError(
+                "Your code answered the checker twice: a process it started (an os.fork()) runs the checker's "
+                "requests too. Remove it, and check again."
+            )
         if isinstance(answer, dict) and "error" in answer:
             lines = [str(line) for line in answer["error"]]
             raise (NotWritten if answer.get("not_written") else StudentError)(*lines)
@@ -251,12 +260,17 @@ class Student:
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         code = self.process.wait()
-        deadline = time.monotonic() + 5  # a process this one may not stop (a setuid program) is left after that
-        while (strays := children() - self.others) and time.monotonic() < deadline:
-            for pid in strays:  # what the student's code started and left: adopted here (guard_the_checker)
-                with contextlib.suppress(OSError):
+        while strays := children() - self.others - _UNSTOPPABLE:  # what the student's code started and left, adopted
+            for pid in strays:  # here (guard_the_checker): all stopped at once, so none forks while the others are
+                try:
                     os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, os.WNOHANG)  # its own children come to this process as it ends: the next pass
+                except PermissionError:  # a process this one may not stop (a setuid program)
+                    _UNSTOPPABLE.add(pid)
+                except ProcessLookupError:
+                    pass
+            for pid in strays - _UNSTOPPABLE:  # ended, and its children this process's, once waitpid returns: the
+                with contextlib.suppress(ChildProcessError):  # next pass stops them
+                    os.waitpid(pid, 0)
         return code
 
     def _relay(self):
