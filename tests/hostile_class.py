@@ -6,7 +6,7 @@ Each scenario grades a class of three in this process (`python -m teachers.class
 time limit 2 s), in a scratch folder that is the teacher's working folder, with a HOME of its own, and with the engine
 the checks copy moved to the scratch folder too (no scenario can change this checkout's). bob hands in a right file,
 kim a wrong one; the hostile student (ann, max or zoe: before them, between, after) a right, wrong or unwritten file
-with one to three of the 15 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
+with one to three of the 16 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
 a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
 HOME, the engine's files).
 
@@ -18,8 +18,8 @@ The property:
   "tampered"; otherwise a file whose answer is wrong or missing never reads "passed";
 - bob passes and kim fails, whatever the hostile file did to their files (rows after it may read "not graded" once
   the engine's files changed);
-- no process of the student's outlives its check (a daemon's mark after 3 s), the checker's memory is never opened
-  (a breach mark), and no check leaves its temporary folder behind;
+- no process of the student's outlives its check (a daemon's mark once the check is over), the checker's memory is
+  never opened (a breach mark), and no check leaves its temporary folder behind;
 - where the student's code runs as nobody (a root grader, student.student_user), every attack is refused: no file
   changes and no signal reaches grade.
 Every attack marks that it ran (in a folder no check watches), so a run can show that each did.
@@ -52,8 +52,9 @@ BACKWARD = "    def backward(self, gy):\n"
 GRADEBOOK = ("book.csv", "book-grid.csv", "book.md")
 EARLIER = "the gradebook of an earlier run\n"
 
-# attack name -> (the kind of path it needs: file, folder or none; lines of code, with {path}, {marks}, {delay} and
-# {checker}, this process's id, filled in: a process the student's code starts has that code's process as its parent)
+# attack name -> (the kind of path it needs: file, folder or none; lines of code, with {path}, {marks}, {delay},
+# {checked} (a file made once the hostile file's check is over) and {checker}, this process's id, filled in: a process
+# the student's code starts has that code's process as its parent)
 ATTACKS = {
     "overwrite": ("file", ["open({path!r}, 'w').write('changed')"]),
     "append": ("file", ["open({path!r}, 'a').write('#')"]),
@@ -70,7 +71,8 @@ ATTACKS = {
             "    if os.fork() == 0:",
             "        time.sleep({delay})",
             "        open({path!r}, 'a').write('#')",
-            "        time.sleep(3)",
+            "        while not os.path.exists({checked!r}):",
+            "            time.sleep(0.05)",
             "        open(os.path.join({marks!r}, 'survived-%d' % os.getpid()), 'w').close()",
             "    os._exit(0)",
         ],
@@ -86,6 +88,7 @@ ATTACKS = {
     "sigint": (None, ["os.kill({checker}, signal.SIGINT)", "time.sleep(1)"]),
     "sigterm": (None, ["os.kill({checker}, signal.SIGTERM)", "time.sleep(1)"]),
     "exit": (None, ["sys.exit(0)"]),
+    "fork": (None, ["os.fork()"]),  # two processes run the rest, and both answer the checker
     "flood": (None, ["print('x' * 1_000_000)"]),
     "loop": (None, ["while True:", "    pass"]),
 }
@@ -120,11 +123,15 @@ def scenario(n, scratch):
         kind, lines = ATTACKS[name]
         path = str(rng.choice(paths[kind])) if kind else None
         delay = rng.choice([0, 0.2, 0.5])  # a daemon's, before it writes
-        code = [line.format(path=path, marks=str(marks), delay=delay, checker=os.getpid()) for line in lines]
+        checked = marks / f"checked-{hostile}"
+        code = [
+            line.format(path=path, marks=str(marks), delay=delay, checked=str(checked), checker=os.getpid())
+            for line in lines
+        ]
         attacks.append((name, path, rng.choice(["top", "backward"]), code))
-    attacks.sort(key=lambda attack: attack[0] in ENDERS)  # what ends the process last, so the others run
+    attacks.sort(key=lambda attack: attack[0] in ENDERS)  # what ends the process runs last, so the others run
     source = {"right": right, "wrong": wrong, "stub": STUB}[base]
-    for name, _, where, code in attacks:
+    for name, _, where, code in reversed(attacks):  # each planted before the last: the first drawn runs first
         source = _plant(source, where, [f"open(os.path.join({str(marks)!r}, 'ran-{name}'), 'w').close()", *code])
     for student, text in (("bob", right), ("kim", wrong), (hostile, source)):
         (submissions / student).mkdir(parents=True)
@@ -135,7 +142,7 @@ def scenario(n, scratch):
 
     witnessed = [teacher, engine]  # the submissions, the gradebook's folder, the working folder; the engine
     changed = {}  # student -> the paths under `witnessed` that changed during their check
-    code, err = _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed)
+    code, err = _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed, marks)
     what += f" (ran: {', '.join(sorted(p.name[4:] for p in marks.glob('ran-*'))) or 'none'})"
     problems = []
     if "Traceback" in err or code not in (0, 130):
@@ -192,9 +199,10 @@ def _contents(folders):
     return found
 
 
-def _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed):
+def _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed, marks):
     """(exit code, stderr) of `grade` run here: from `teacher`, HOME `home`, TMPDIR `tmp`, the engine at `engine`;
-    changed[student]: the paths under `witnessed` that changed during that student's check."""
+    changed[student]: the paths under `witnessed` that changed during that student's check, when `marks` gets a file
+    checked-STUDENT."""
     err, graded = io.StringIO(), grade.row
 
     def row(student, *args, **kwargs):
@@ -204,6 +212,7 @@ def _grade(submissions, out, teacher, home, tmp, engine, witnessed, changed):
         finally:
             after = _contents(witnessed)
             changed[student.name] = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+            (marks / f"checked-{student.name}").touch()
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(contextlib.chdir(teacher))
@@ -226,7 +235,10 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
     with tempfile.TemporaryDirectory(prefix="hostile-class-") as tmp:
         os.chmod(tmp, 0o755)  # where the checks' folders are: nobody's to enter when the student's code runs as nobody
         failures = run_each(lambda n: scenario(n, Path(tmp) / str(n)), count, seed, report, seen)
-        time.sleep(3.5)  # a daemon that outlived its check marks itself after 3 s
+        for marks in Path(tmp).glob("*/marks"):  # for a hostile file grade never got to
+            for name in ("ann", "max", "zoe"):
+                (marks / f"checked-{name}").touch()
+        time.sleep(0.5)  # a daemon that outlived its check marks itself once the check is over
         survived = sorted(p.relative_to(tmp) for p in Path(tmp).glob("*/marks/survived-*"))
         if survived:
             failures.append(("after all scenarios", [f"processes outlived their check: {survived}"]))

@@ -1,14 +1,15 @@
-"""A class with a hostile student (tests/hostile_class.py): 35 seeded scenarios, in which every attack runs at least
+"""A class with a hostile student (tests/hostile_class.py): 30 seeded scenarios, in which every attack runs at least
 once, keep the property. A longer run is one command: `python -m tests.hostile_class --scenarios 500`.
 
 Planted to see it fail: without the stop of the processes a check leaves behind (student.Student._stop), daemons
-outlive their checks; with the student's process keeping root's right to trace (student._cannot_trace), the
-checker's memory is opened (scenarios 22, 23, 29); without grade's snapshot, the rows of 15 files that changed the
-teacher's folders read "failed" or "passed"; without the tampering named in grade's line after a SIGINT the
-student's code sent, scenario 24 fails (and 71 of the first 100); with SIGTERM left to end grade, the run itself
-ends (143). Graded as root with a Python the user nobody can run (a container's, Gradescope's), the student's code runs
-as nobody and every attack must be refused: with it run as root there, 6 of the first 10 scenarios change files or
-stop grade.
+outlive their checks (scenarios 103, 115, 122 ...); with the student's process keeping root's right to trace
+(student._cannot_trace), the checker's memory is opened (scenarios 103, 114, 121, 129); without the request numbers
+their answers carry back (Student.call), a file that forks is the checker's failure, "not graded" (scenario 103);
+without grade's snapshot, 16 of the 30 scenarios break it (rows of files that changed the teacher's folders read
+"failed", or grade's line after a SIGINT does not name what changed); without the tampering named in that line,
+scenarios 121, 126 and 130 fail; with SIGTERM left to end grade, the run itself ends (143). Graded as root with a
+Python the user nobody can run (a container's, Gradescope's), the student's code runs as nobody and every attack must
+be refused: with it run as root there, 13 of the 20 scenarios change files or stop grade.
 """
 
 import os
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_hostile_classes_keep_the_property_under_every_attack():
     seen = []
-    failures = run_scenarios(35, seed=0, report=lambda line: None, seen=seen.append)
+    failures = run_scenarios(30, seed=102, report=lambda line: None, seen=seen.append)
     assert not failures, "\n".join(f"{what}: {'; '.join(problems)}" for what, problems in failures)
     ran = {name for what in seen for name in re.search(r"\(ran: ([^)]*)\)", what)[1].split(", ")}
     assert ran >= set(ATTACKS), set(ATTACKS) - ran
