@@ -256,6 +256,26 @@ def _flushed_as_in_float64(c):  # flows back: PyTorch's float32 gradient is 0 wh
     return False
 
 
+def _beyond_the_dtypes_range(c):  # inf or NaN, by the order in which each framework's sum overflows
+    """Any op in float32 or float16: the two differ only where both give inf or NaN and the exact result (PyTorch's
+    in float64) is a finite number beyond the dtype's range. A sum of terms that overflow with both signs (a
+    product's) is then +inf, -inf or NaN by the order of its additions: OpenBLAS adds each term into one sum with a
+    fused multiply-add, keeping the first infinity it reaches; PyTorch's BLAS adds partial sums, inf - inf = NaN."""
+    if c.ours.dtype not in (np.float32, np.float16):
+        return False
+    if c.upstream is None:  # a value
+        with _leaves_kept():
+            status, out = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
+        exact = TORCH.to_numpy(out) if status == "ok" and TORCH.is_tensor(out) else None
+    else:
+        pairs = _gradients_again(c, c.upstream, exact=True) or []
+        exact = next((t for o, t in pairs if np.array_equal(o, c.ours, equal_nan=True)), None)
+    if exact is None or np.shape(exact) != c.ours.shape:
+        return False
+    beyond = np.isfinite(exact) & (np.abs(exact) > np.finfo(c.ours.dtype).max)
+    return c.excused(beyond & ~np.isfinite(c.ours) & ~np.isfinite(c.theirs))
+
+
 def _float64(value):
     """`value` (x, or an argument: arrays, Const, lists of them) with every floating array in float64."""
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
@@ -369,6 +389,7 @@ KNOWN = [
     Known(31, tuple(OPS), ("gradient",), _infinity_times_rounding),
     Known(32, tuple(OPS), ("value", "gradient"), _as_in_float64),
     Known(32, tuple(OPS), ("flows back",), _flushed_as_in_float64),
+    Known(33, tuple(OPS), ("value", "gradient"), _beyond_the_dtypes_range),
 ]
 
 KINDS = {  # kind: what it means, in the report
