@@ -228,9 +228,8 @@ def _as_in_float64(c):  # PyTorch's float32 or float16 rounding, where its own f
     if not any(a.dtype in (np.float32, np.float16) for a in c.arrays()):
         return False
     if c.upstream is None:  # a value
-        with _leaves_kept():
-            exact = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
-        return exact[0] == "ok" and TORCH.is_tensor(exact[1]) and _same_rounded(c, c.ours, TORCH.to_numpy(exact[1]))
+        exact = _value_in_float64(c)
+        return exact is not None and _same_rounded(c, c.ours, exact)
     finite = _finite(c.upstream)
     for upstream in [c.upstream] + ([finite] if finite is not None else []):
         pairs = _gradients_again(c, upstream, exact=True)
@@ -264,9 +263,7 @@ def _beyond_the_dtypes_range(c):  # inf or NaN, by the order in which each frame
     if c.ours.dtype not in (np.float32, np.float16):
         return False
     if c.upstream is None:  # a value
-        with _leaves_kept():
-            status, out = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
-        exact = TORCH.to_numpy(out) if status == "ok" and TORCH.is_tensor(out) else None
+        exact = _value_in_float64(c)
     else:
         pairs = _gradients_again(c, c.upstream, exact=True) or []
         exact = next((t for o, t in pairs if np.array_equal(o, c.ours, equal_nan=True)), None)
@@ -274,6 +271,13 @@ def _beyond_the_dtypes_range(c):  # inf or NaN, by the order in which each frame
         return False
     beyond = np.isfinite(exact) & (np.abs(exact) > np.finfo(c.ours.dtype).max)
     return c.excused(beyond & ~np.isfinite(c.ours) & ~np.isfinite(c.theirs))
+
+
+def _value_in_float64(c):
+    """PyTorch's result of the step with every floating array in float64, as a NumPy array (None if it gives none)."""
+    with _leaves_kept():
+        status, out = _step(TORCH, OPS[c.op], _float64(c.args), TORCH.convert(_float64(c.x), None))
+    return TORCH.to_numpy(out) if status == "ok" and TORCH.is_tensor(out) else None
 
 
 def _float64(value):

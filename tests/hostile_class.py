@@ -51,6 +51,7 @@ RIGHT, SLIP = "        return gy * self.y\n", "        return gy / self.y\n"  # 
 BACKWARD = "    def backward(self, gy):\n"
 GRADEBOOK = ("book.csv", "book-grid.csv", "book.md")
 EARLIER = "the gradebook of an earlier run\n"
+HOSTILE = ("ann", "max", "zoe")  # the hostile student: graded before bob and kim, between them, or after
 
 # attack name -> (the kind of path it needs: file, folder or none; lines of code, with {path}, {marks}, {delay},
 # {checked} (a file made once the hostile file's check is over) and {checker}, this process's id, filled in: a process
@@ -110,7 +111,7 @@ def scenario(n, scratch):
     (home / ".profile").write_text("# the teacher's\n")
     (out / "book.csv").write_text(EARLIER)
     right, wrong = SOLUTION, SOLUTION.replace(RIGHT, SLIP)
-    hostile = rng.choice(["ann", "max", "zoe"])
+    hostile = rng.choice(HOSTILE)
     base = rng.choice(["right", "wrong", "stub"])
     paths = {
         "file": [submissions / "bob" / "exp_log.py", submissions / "kim" / "exp_log.py", out / "book.csv"]
@@ -236,7 +237,7 @@ def run_scenarios(count, seed=0, report=print, seen=lambda what: None):
         os.chmod(tmp, 0o755)  # where the checks' folders are: nobody's to enter when the student's code runs as nobody
         failures = run_each(lambda n: scenario(n, Path(tmp) / str(n)), count, seed, report, seen)
         for marks in Path(tmp).glob("*/marks"):  # for a hostile file grade never got to
-            for name in ("ann", "max", "zoe"):
+            for name in HOSTILE:
                 (marks / f"checked-{name}").touch()
         time.sleep(0.5)  # a daemon that outlived its check marks itself once the check is over
         survived = sorted(p.relative_to(tmp) for p in Path(tmp).glob("*/marks/survived-*"))

@@ -12,7 +12,7 @@ generator). The check runs as `check` runs it (tensorlab.exercises.runner).
 
 The property: the check ends with exit code 0 or 1, never 3 (the checker's own failure: no verdict), and a twisted
 answer whose gradients are not the right ones, as float arrays of the right shapes, fails. tests/test_junk_answers.py
-runs 24 scenarios.
+runs 20 scenarios.
 """
 
 import random

@@ -53,8 +53,9 @@ def run_each(scenario, count, seed, report, seen=lambda what: None):
 
 
 def scenarios_main(doc, run_scenarios):
-    """The command line of a scenario generator (tests/fault_injector.py, tests/hostile_class.py), `doc` its
-    docstring: `--scenarios N --seed S`; exit status 1 when a scenario broke the property."""
+    """The command line of a scenario generator (tests/fault_injector.py, tests/hostile_class.py,
+    tests/junk_answers.py), `doc` its docstring: `--scenarios N --seed S`; exit status 1 when a scenario broke the
+    property."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="the first scenario's seed (each scenario has its own)")
