@@ -152,7 +152,7 @@ def main(argv=None):
     sign_step(args.repeats)
     linear_parts(max(args.repeats // 4, 5), args.threads)
     scatter_add(args.repeats)
-    tensorlab.threads.use_threads(1)
+    tensorlab.threads.release()
 
 
 if __name__ == "__main__":
