@@ -133,7 +133,8 @@ def _tensorlab_step(model_config, weights_path, device, threads):
     from tensorlab.threads import use_threads
 
     keep_freed_memory()  # as train.py does: reuse freed arrays instead of page-faulting fresh ones each step
-    use_threads(threads)  # as train.py does: block loops and big products on every thread (1: NumPy as it is)
+    if threads:  # as train.py does: block loops and big products on every thread (0, --no-pool: NumPy as it is)
+        use_threads(threads)
     model = TinyTransformerLM(ModelConfig(**model_config))
     with np.load(weights_path) as weights:
         model.load_state_dict({k: weights[k] for k in weights.files})
@@ -380,7 +381,7 @@ def run_config(name, model_config, batch_size, seq_len, args):
     workers = {}
     try:
         for fw in ("tensorlab", "pytorch"):
-            threads = 1 if fw == "tensorlab" and args.no_pool else args.threads  # OpenBLAS keeps args.threads
+            threads = 0 if fw == "tensorlab" and args.no_pool else args.threads  # OpenBLAS keeps args.threads
             workers[fw] = Worker(fw, args, model_config, str(weights_path), batch_size, seq_len, args.device, threads)
         return _measure(name, model_config, workers, batch_size, seq_len, args)
     finally:
