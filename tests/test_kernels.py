@@ -634,3 +634,30 @@ def test_the_block_sizes_follow_each_cpus_share_of_the_caches_the_os_names(tmp_p
     monkeypatch.setattr(plan, "CACHES", tmp_path)
     assert plan.cache_bytes(2, "measured") == l2
     assert plan.cache_bytes(3, "measured") == l3
+
+
+def test_with_contiguous_rows_copies_only_arrays_whose_rows_are_strided():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for kept in (a, a.swapaxes(0, 1), a[:, :2]):  # rows laid out one after another (with gaps between them, too)
+        assert kernels.with_contiguous_rows(kept) is kept
+    for strided in (np.asfortranarray(a), a.swapaxes(-1, -2), a[..., ::2]):
+        rows = kernels.with_contiguous_rows(strided)
+        assert rows.flags.c_contiguous and np.array_equal(rows, strided)
+
+
+@pytest.mark.parametrize("kernel", ["forward", "backward"])
+def test_attention_s_kernels_give_openblas_rows_laid_out_one_after_another(kernel, monkeypatch):
+    """OpenBLAS 0.3.31, called from the pool's threads on blocks whose rows are strided, crashed or gave wrong
+    products in 11 of 41,750 runs of drawn cases (tests/fuzz_kernels.py, 3 threads); every operand is now taken
+    through kernels.with_contiguous_rows first."""
+    seen = []
+    monkeypatch.setattr(kernels, "with_contiguous_rows", lambda a: seen.append(a) or np.ascontiguousarray(a))
+    rng = np.random.default_rng(0)
+    q, k, v, gy = (np.asfortranarray(rng.standard_normal((2, 3, 5, 4)).astype(np.float32)) for _ in range(4))
+    y, weights = fast_attention.causal_attention_forward(q, k, v, attention.causal_bias(5, np.float32, "cpu"))
+    if kernel == "forward":
+        assert [id(a) for a in seen] == [id(q), id(k), id(v)]
+    else:
+        seen.clear()
+        fast_attention.causal_attention_backward(gy, q, k, v, weights)
+        assert [id(a) for a in seen] == [id(gy), id(q), id(k), id(v)]

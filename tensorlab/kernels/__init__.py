@@ -37,6 +37,14 @@ def choose(kernel, formula, array):
     return formula if backend.is_cupy_array(array) else kernel
 
 
+def with_contiguous_rows(a):
+    """a, or a C-order copy where its last axis is strided (an F-order array, a transposed view): products of such
+    blocks, made by OpenBLAS 0.3.31 on several threads at once, crashed the process or came out wrong in one run of
+    attention's backward in 300 (tests/fuzz_kernels.py; NumPy's issue 31618 is of the same kind). Rows laid out one
+    after another, as the model's q, k, v and gradients are, are passed on as they are."""
+    return a if a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize else np.ascontiguousarray(a)
+
+
 def row_sums(a):
     """The sums along the last axis of a contiguous a, kept (shape (..., 1)): one matrix-vector product with a
     vector of ones, which OpenBLAS runs 6 times faster than NumPy's sum over rows of 64 numbers."""

@@ -22,6 +22,7 @@ from tensorlab.kernels.softmax import exp_and_max
 
 def causal_attention_forward(q, k, v, bias, mask=None):
     """y = (P M) v and P = softmax(q k^T / sqrt(D) + bias), as the formula gives them; mask M may be None."""
+    q, k, v = (kernels.with_contiguous_rows(a) for a in (q, k, v))
     B, H, T, D = q.shape
     scale = q.dtype.type(1 / math.sqrt(D or 1))  # D = 0: y is empty, whatever the scale
     weights = np.empty((B, H, T, T), dtype=q.dtype)  # P
@@ -40,6 +41,7 @@ def causal_attention_forward(q, k, v, bias, mask=None):
 
 def causal_attention_backward(gy, q, k, v, weights, mask=None):
     """gq, gk, gv as the formula gives them, from P (`weights`) and the dropout mask M (or None)."""
+    gy, q, k, v = (kernels.with_contiguous_rows(a) for a in (gy, q, k, v))
     scale = gy.dtype.type(1 / math.sqrt(gy.shape[-1] or 1))
     gq, gk, gv = np.empty_like(gy), np.empty_like(gy), np.empty_like(gy)
 
