@@ -1,7 +1,7 @@
 """Kernel cases nobody wrote down: each kernel against its formula on drawn shapes, layouts and plans, on 1, 2 and 3
 threads.
 
-    python -m tests.fuzz_kernels --scenarios 2000 [--seed 0]     (from the repository root)
+    python -m tests.fuzz_kernels --scenarios 2000 [--seed 0] [--repeat 1]     (from the repository root)
 
 tests/test_kernels.py checks each kernel of tensorlab/kernels/ on the shapes its table lists, at the plan's real
 block sizes and at one small setting. Each scenario here draws a kernel of that table and a dtype, a shape of the
@@ -13,7 +13,9 @@ inputs on 1, 2 and 3 threads.
 
 The property: on every thread count the kernel's outputs are the formula's, within the table's tolerance
 (test_kernels.check_kernel), and bit for bit the same on all three (tensorlab/threads.py: the cuts depend on the
-data, never on the thread count). tests/test_fuzz_kernels.py runs 300 scenarios and the plants.
+data, never on the thread count), and, with --repeat N, in each of N runs: a race between the threads shows as
+runs that differ, or as a crash (attention's, before tensorlab/kernels/__init__.py's with_contiguous_rows: scenario
+12322 with --repeat 20 ended in a segmentation fault). tests/test_fuzz_kernels.py runs 300 scenarios and the plants.
 """
 
 import math
@@ -94,8 +96,8 @@ def planned(settings):
             setattr(plan, name, value)
 
 
-def scenario(n):
-    """One drawn kernel case; (what was drawn, [problems])."""
+def scenario(n, repeat=1):
+    """One drawn kernel case, run `repeat` times on each thread count; (what was drawn, [problems])."""
     draw = random.Random(n)
     name = draw.choice(sorted(KERNELS))
     _, listed, tolerances, _ = KERNELS[name]
@@ -108,25 +110,27 @@ def scenario(n):
         for count in THREADS:
             threads.use_threads(count)
             try:
-                with np.errstate(all="ignore"):
-                    outputs[count] = check_kernel(name, dtype.type, shape, rng=Laid(n))
+                for run in range(repeat):
+                    with np.errstate(all="ignore"):
+                        outputs[count, run] = check_kernel(name, dtype.type, shape, rng=Laid(n))
             except Exception as error:  # noqa: BLE001 (an AssertionError, or what the kernel raised: a finding)
                 problems.append(f"{count} thread(s): {type(error).__name__}: {str(error).splitlines()[0][:300]}")
             finally:
                 threads.release()
-    counts = list(outputs)
-    for count in counts[1:]:
-        first, found = outputs[counts[0]], outputs[count]
+    (first_count, _), *others = outputs or [(None, None)]
+    for count, run in others:
+        first, found = outputs[first_count, 0], outputs[count, run]
         differ = [key for key in first if not np.array_equal(first[key], found[key], equal_nan=True)]
         if differ:
-            problems.append(f"{count} threads give other bits than {counts[0]} in {', '.join(differ)}")
+            again = f" (run {run + 1} of {repeat})" if repeat > 1 else ""
+            problems.append(f"{count} threads{again} give other bits than {first_count} in {', '.join(differ)}")
     return what, problems
 
 
-def run_scenarios(count, seed=0, report=print):
+def run_scenarios(count, seed=0, report=print, repeat=1):
     """Run `count` scenarios from `seed`; [(what, problems)] of those that broke the property."""
-    return run_each(scenario, count, seed, report)
+    return run_each(lambda n: scenario(n, repeat), count, seed, report)
 
 
 if __name__ == "__main__":
-    sys.exit(scenarios_main(__doc__, run_scenarios))
+    sys.exit(scenarios_main(__doc__, run_scenarios, repeat=(1, "runs of each case on each thread count (races)")))

@@ -52,15 +52,18 @@ def run_each(scenario, count, seed, report, seen=lambda what: None):
     return failures
 
 
-def scenarios_main(doc, run_scenarios):
+def scenarios_main(doc, run_scenarios, **options):
     """The command line of a scenario generator (tests/fault_injector.py, tests/hostile_class.py,
-    tests/junk_answers.py), `doc` its docstring: `--scenarios N --seed S`; exit status 1 when a scenario broke the
+    tests/junk_answers.py, tests/fuzz_kernels.py), `doc` its docstring: `--scenarios N --seed S`, and `--NAME` for
+    each of `options` (name: (default, help)), handed to run_scenarios; exit status 1 when a scenario broke the
     property."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="the first scenario's seed (each scenario has its own)")
+    for name, (default, text) in options.items():
+        parser.add_argument(f"--{name}", type=type(default), default=default, help=text)
     args = parser.parse_args()
     started = time.perf_counter()
-    failures = run_scenarios(args.scenarios, args.seed)
+    failures = run_scenarios(args.scenarios, args.seed, **{name: getattr(args, name) for name in options})
     print(f"{args.scenarios} scenarios in {time.perf_counter() - started:.0f} s: {len(failures)} broke the property")
     return 1 if failures else 0
