@@ -16,9 +16,10 @@ MIN_PART_ROWS made small too), on one thread and on two. The outputs must agree:
   |kernel - formula| <= TOLERANCE * (|formula| + max|formula|) elementwise, with TOLERANCE near what is
   achieved (the largest achieved is in the comment). Where it is not, the output is judged against the exact
   result (the formula on the inputs held in a wider float: float64 for float32, long double for float64): each
-  element may be AS_FAR times as far from it as the formula is at its worst over the output, or as nudging
-  the inputs in their last bit moves that element (a sum that cancels, RMSNorm over one feature, GELU's tail,
-  where 1 + erf(x / sqrt 2) is 0 in the formula: tests/fuzz_kernels.py draws such cases).
+  element may be AS_FAR times as far from it as the formula is at its worst over the output (on the inputs'
+  layout or in C order), or as nudging the inputs in their last bit moves that element (a sum that cancels,
+  RMSNorm over one feature, GELU's tail, where 1 + erf(x / sqrt 2) is 0 in the formula: tests/fuzz_kernels.py
+  draws such cases).
 
 The kernels keep the formulas' dtypes and shapes too, and take every input the formula takes (the op
 chooses by one rule, kernels.choose: the kernel on a NumPy array). Every kernel, found in the package, must
