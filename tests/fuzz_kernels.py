@@ -21,10 +21,10 @@ runs that differ, or as a crash (attention's, before tensorlab/kernels/__init__.
 import math
 import random
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -83,19 +83,6 @@ def _size(draw):
     return draw.randint(low, high)
 
 
-@contextmanager
-def planned(settings):
-    """The plan's constants set to `settings` (name -> value) for the block, then back."""
-    before = plan.in_use()
-    try:
-        for name, value in settings.items():
-            setattr(plan, name, value)
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(plan, name, value)
-
-
 def scenario(n, repeat=1):
     """One drawn kernel case, run `repeat` times on each thread count; (what was drawn, [problems])."""
     draw = random.Random(n)
@@ -106,7 +93,9 @@ def scenario(n, repeat=1):
     settings = {key: make(draw) if draw.random() < 0.7 else plan.CHOSEN[key] for key, make in PLANS.items()}
     what = f"scenario {n}: {name} {dtype.name} {shape}, plan {settings}"
     outputs, problems = {}, []
-    with planned(settings):
+    with pytest.MonkeyPatch.context() as patch:  # the plan's constants set for this scenario, then back
+        for key, value in settings.items():
+            patch.setattr(plan, key, value)
         for count in THREADS:
             threads.use_threads(count)
             try:
@@ -117,13 +106,13 @@ def scenario(n, repeat=1):
                 problems.append(f"{count} thread(s): {type(error).__name__}: {str(error).splitlines()[0][:300]}")
             finally:
                 threads.release()
-    (first_count, _), *others = outputs or [(None, None)]
-    for count, run in others:
-        first, found = outputs[first_count, 0], outputs[count, run]
+    runs = list(outputs)  # (thread count, run), the first one's outputs the yardstick
+    for count, run in runs[1:]:
+        first, found = outputs[runs[0]], outputs[count, run]
         differ = [key for key in first if not np.array_equal(first[key], found[key], equal_nan=True)]
         if differ:
             again = f" (run {run + 1} of {repeat})" if repeat > 1 else ""
-            problems.append(f"{count} threads{again} give other bits than {first_count} in {', '.join(differ)}")
+            problems.append(f"{count} threads{again} give other bits than {runs[0][0]} in {', '.join(differ)}")
     return what, problems
 
 
