@@ -33,7 +33,6 @@ speed. With --schedule plateau the lr warms up, then halves (plateau_factor) whe
 validation loss stalls; constant warms up and stays.
 """
 
-import argparse
 import errno
 import math
 import sys
@@ -48,7 +47,7 @@ import tensorlab.memory
 import tensorlab.threads
 from models.evaluate import evaluate
 from models.export import cmd_export
-from models.run import Run, UsageError, load_data, load_run
+from models.run import Parser, Run, UsageError, load_data, load_run
 from models.run_dir import RunDirError, checked_path
 from models.stop import STOP
 from models.sweep import sweep
@@ -58,16 +57,9 @@ from models.trainer import NonFiniteError
 # ----- the command line ----------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors become one-line UsageErrors instead of usage text."""
-
-    def error(self, message):
-        raise UsageError(message)
-
-
 def train_parser():
     """The parser of plain `train.py [flags]`: --config, --out, --resume and one flag per TrainConfig field."""
-    parser = _Parser(
+    parser = Parser(
         prog="train.py",
         description="Train the tiny transformer LM (subcommands: eval, generate, sweep: see `train.py eval --help`).",
     )
@@ -108,7 +100,7 @@ def cmd_train(argv, on_step=None):
 
 
 def eval_parser():
-    parser = _Parser(prog="train.py eval", description="Evaluate a run's checkpoint on every validation token.")
+    parser = Parser(prog="train.py eval", description="Evaluate a run's checkpoint on every validation token.")
     parser.add_argument("run_dir")
     parser.add_argument("--checkpoint", default="best", help="best, latest, or snapshot_stepNNNNNN [best]")
     add_run_flags(parser)
@@ -137,7 +129,7 @@ def cmd_eval(argv):
 
 
 def generate_parser():
-    parser = _Parser(prog="train.py generate", description="Continue a prompt with a trained run's model.")
+    parser = Parser(prog="train.py generate", description="Continue a prompt with a trained run's model.")
     parser.add_argument("run_dir")
     parser.add_argument("--prompt", default="\n", help="text to continue [a newline]")
     parser.add_argument("--max-new-tokens", type=int, default=200)
@@ -180,7 +172,7 @@ def cmd_generate(argv):
 
 def cmd_sweep(argv, on_step=None):
     """train.py sweep CONFIG... [--out DIR] [flags for every run]: an interrupted sweep continues when run again."""
-    parser = _Parser(
+    parser = Parser(
         prog="train.py sweep",
         description="Train several configs, each into its own subdirectory "
         "of --out, and compare them (sweep.md, sweep_perplexity.png). "

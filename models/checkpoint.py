@@ -14,6 +14,7 @@ Runs written by older tensorlab versions (`latest.npz` + `latest.json`) still lo
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,16 @@ import numpy as np
 from models.config import as_today
 from tensorlab import serialization
 from tensorlab.serialization import SUFFIX, CheckpointError
+
+NAME = re.compile(r"best|latest|snapshot_step\d+")  # what the trainer saves in a run's checkpoints/ (trainer.py)
+
+
+def in_run(run_dir, name):
+    """run_dir/checkpoints/<name> for a checkpoint's name (--checkpoint: best, latest or snapshot_stepNNNNNN), else a
+    ValueError: no other name is a checkpoint of the run (`../config` is not one)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"--checkpoint must be best, latest or snapshot_stepNNNNNN (one of the run's), got {name!r}")
+    return Path(run_dir) / "checkpoints" / name
 
 
 def checkpoint_path(path):

@@ -7,6 +7,7 @@ vocabulary, the context length, the embeddings and the head. The training config
 these two classes and nowhere else; the defaults are configs/default.json's.
 """
 
+import math
 from dataclasses import asdict, dataclass, fields
 
 from tensorlab.nn.config import TransformerConfig, is_positive_integer
@@ -33,7 +34,7 @@ class ModelConfig(TransformerConfig):
             for name in ("vocab_size", "context_len")
             if not is_positive_integer(getattr(self, name))
         ]
-        if not self.embedding_std > 0:
+        if math.isfinite(self.embedding_std) and self.embedding_std <= 0:  # not finite: TransformerConfig.problems
             out.append(f"model config: embedding_std must be > 0, got {self.embedding_std}")
         if self.head_bias and self.tie_weights:
             out.append("model config: head_bias needs tie_weights false (a tied head is the embedding table)")

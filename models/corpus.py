@@ -165,9 +165,8 @@ def _existing_file(path: Path, source: str) -> Path:
     """``path`` if it is a file or a directory, else a CorpusError saying where the path came from."""
     path = path.expanduser()
     if not (path.is_file() or path.is_dir()):
-        raise CorpusError(
-            f"corpus file {path} ({source}) does not exist; expected a UTF-8 text file or a directory of them."
-        )
+        what = "is neither a file nor a directory (a FIFO, a device)" if path.exists() else "does not exist"
+        raise CorpusError(f"corpus file {path} ({source}) {what}; expected a UTF-8 text file or a directory of them.")
     return path
 
 

@@ -12,14 +12,13 @@ folder, or one killed half way, leave a whole file of one of them. An export nev
 an --out that holds a run's files (a run, or one being trained into) is refused.
 """
 
-import argparse
-import sys
 from pathlib import Path
 
-from models.checkpoint import load_checkpoint
-from models.run_dir import RunDirError, check_tokenizer, checked_path, holds_a_run
+from models.checkpoint import in_run, load_checkpoint
+from models.run import Parser, UsageError
+from models.run_dir import check_tokenizer, check_writable, checked_path, holds_a_run
 from models.tokenizer import BPETokenizer
-from models.train_config import ConfigError, TrainConfig
+from models.train_config import TrainConfig
 from models.transformer import TinyTransformerLM
 from tensorlab import serialization
 from tensorlab.serialization import CheckpointError
@@ -45,8 +44,9 @@ def load_run_model(run_dir, checkpoint="best"):
     except Exception as err:  # tokenizers raises plain Exceptions on a JSON of the wrong shape
         raise ExportError(f"{run_dir / 'tokenizer.json'} is not a usable tokenizer file ({err})") from None
     model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size))
-    state = load_checkpoint(run_dir / "checkpoints" / checkpoint, model)
-    check_tokenizer(state, tokenizer, run_dir / "checkpoints" / checkpoint)
+    path = in_run(run_dir, checkpoint)
+    state = load_checkpoint(path, model)
+    check_tokenizer(state, tokenizer, path)
     return model, state, cfg, tokenizer
 
 
@@ -58,6 +58,7 @@ def export_run(run_dir, out_dir=None, checkpoint="best"):
             f"--out {out_dir} holds a run (or is being trained into); an export never writes into a run: "
             f"choose another folder"
         )
+    check_writable(out_dir)
     model, state, cfg, tokenizer = load_run_model(checked_path(run_dir, "RUN_DIR"), checkpoint)
     description = {
         "format": FORMAT,
@@ -91,17 +92,20 @@ def read_export(path):
     return arrays, description
 
 
-def cmd_export(argv):
-    """train.py export RUN_DIR [--out DIR] [--checkpoint best|latest]; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="train.py export", description=__doc__.splitlines()[0])
+def export_parser():
+    parser = Parser(prog="train.py export", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir")
     parser.add_argument("--out", metavar="DIR", help="where to write model.safetensors (default: RUN_DIR/export)")
     parser.add_argument("--checkpoint", default="best", help="best, latest, or snapshot_stepNNNNNN [best]")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def cmd_export(argv):
+    """train.py export RUN_DIR [--out DIR] [--checkpoint best|latest]; returns the exit status."""
+    args = export_parser().parse_args(argv)
     try:
         path, description = export_run(args.run_dir, args.out, args.checkpoint)
-    except (ExportError, ConfigError, CheckpointError, RunDirError) as err:
-        print(f"train.py export: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        return 2
+    except (ValueError, CheckpointError) as err:  # an ExportError, a bad --checkpoint: train.main prints them
+        raise UsageError(str(err)) from None
     print(f"wrote {path} (step {description['step']} of {args.run_dir}; its config and tokenizer fingerprint inside)")
     return 0

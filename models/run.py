@@ -11,6 +11,7 @@ checked against the one the run trained on. The run directory's rules are models
 training loop models/trainer.py; train.py is the command line over them.
 """
 
+import argparse
 import contextlib
 import math
 import os
@@ -41,6 +42,13 @@ from tensorlab.serialization import CheckpointError
 
 class UsageError(Exception):
     """Bad input: printed as one line per problem, without a traceback, and the exit status is 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every train.py command: its errors are UsageErrors (one line), not usage text."""
+
+    def error(self, message):
+        raise UsageError(message)
 
 
 def corpus_text(cfg):
@@ -112,9 +120,14 @@ def checked_config(cfg):
     if cfg.device == "cpu" and attention_bytes > available / 2:
         fits = int(math.sqrt(available / 2 / (6 * m.n_layers * cfg.batch_size * m.n_heads * 4)))
         raise UsageError(
-            f"--seq-len {m.context_len} needs about {attention_bytes / 2**30:.0f} GiB for attention alone "
-            f"(this machine has {available / 2**30:.0f} GiB); at --batch-size {cfg.batch_size} a "
-            f"--seq-len up to about {fits} fits"
+            f"--seq-len {m.context_len} at --batch-size {cfg.batch_size}, --n-heads {m.n_heads} and --n-layers "
+            f"{m.n_layers} needs about {attention_bytes / 2**30:.3g} GiB for attention alone (this machine has "
+            f"{available / 2**30:.0f} GiB); "
+            + (
+                f"with the others as they are, a --seq-len up to about {fits} fits"
+                if fits
+                else "not even --seq-len 1 fits: make --batch-size, --n-heads or --n-layers smaller"
+            )
         )
     model_bytes = training_bytes(cfg)
     if model_bytes > available / 2:
@@ -194,7 +207,7 @@ def load_run(run_dir, checkpoint_name="best", data=None, device=None, force=Fals
         tokenizer = load_tokenizer(run_dir / "tokenizer.json")
         tensorlab.manual_seed(cfg.seed)
         model = TinyTransformerLM(cfg.model_config(tokenizer.vocab_size)).to(cfg.device)
-        path = run_dir / "checkpoints" / checkpoint_name
+        path = checkpoint.in_run(run_dir, checkpoint_name)
         if not checkpoint.exists(path):
             raise UsageError(
                 f"{run_dir} has no {checkpoint_name} checkpoint yet (none is written before the first "

@@ -313,7 +313,7 @@ def add_flags(parser):
             group.add_argument(
                 *flags,
                 dest=f.name,
-                type=read_prompts_file,
+                type=_prompts_flag,
                 metavar="FILE",
                 default=argparse.SUPPRESS,
                 help=help + " (a file, one prompt per line)",
@@ -332,6 +332,14 @@ def add_flags(parser):
                 default=argparse.SUPPRESS,
                 help=help,
             )
+
+
+def _prompts_flag(path):
+    """read_prompts_file for --prompts, its message kept (argparse replaces a ValueError's with its own)."""
+    try:
+        return read_prompts_file(path)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--prompts ")) from None
 
 
 def _comma_list(text):

@@ -7,6 +7,7 @@ and its checkpoints keep the last finite weights.
 import dataclasses
 import json
 import math
+import os
 import pickle
 import shutil
 import sys
@@ -214,6 +215,56 @@ def test_generate_with_a_bad_sampling_setting(run_dir, flags, fragment, capsys):
     assert_one_line(status, err, fragment)
 
 
+# ----- what tests/fuzz_flags.py found ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../config", "", "nope", "best.safetensors"])
+@pytest.mark.parametrize("command", ["eval", "generate", "export"])
+def test_a_checkpoint_that_is_none_of_the_runs_is_refused_by_name(run_dir, tmp_path, command, name, capsys):
+    """Before: `../config` was read as an old-format checkpoint (run/config.json), '' as run/checkpoints.safetensors."""
+    out = ["--out", tmp_path / "export"] if command == "export" else []
+    status, _, err = run_main([command, run_dir, "--checkpoint", name, *out], capsys)
+    assert_one_line(
+        status, err, f"--checkpoint must be best, latest or snapshot_stepNNNNNN (one of the run's), got {name!r}"
+    )
+
+
+def test_export_takes_usage_errors_and_an_out_that_is_a_file_as_train_py_does(run_dir, tmp_path, capsys):
+    """Before: argparse's usage text and "train.py export: error:"; an --out file was "File exists; free space"."""
+    status, _, err = run_main(["export", run_dir, "--outs", tmp_path], capsys)
+    assert_one_line(status, err, "train.py: error: unrecognized arguments: --outs")
+    (tmp_path / "a_file").write_text("x")
+    status, _, err = run_main(["export", run_dir, "--out", tmp_path / "a_file"], capsys)
+    assert_one_line(status, err, "is an existing file; choose a directory name")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "missing"])
+def test_a_corpus_path_that_is_no_text_file_says_what_it_is(run_dir, tmp_path, kind, capsys):
+    """Before: a FIFO "does not exist"."""
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    status, _, err = run_main(["eval", run_dir, "--data", path, "--force"], capsys)
+    said = {"fifo": "is neither a file nor a directory", "missing": "does not exist"}[kind]
+    assert_one_line(status, err, str(path), said)
+
+
+def test_a_prompts_file_that_cannot_be_read_keeps_its_reason(corpus, tmp_path, capsys):
+    """Before: argparse's own words, "invalid read_prompts_file value", for a folder, a FIFO or a missing file."""
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--prompts", tmp_path), capsys)
+    assert_one_line(status, err, f"argument --prompts: {tmp_path}: cannot read it as UTF-8 text", "Is a directory")
+
+
+@pytest.mark.parametrize("flag", ["--norm-eps", "--embedding-std", "--dropout"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+def test_no_model_setting_takes_a_number_that_is_not_finite(corpus, tmp_path, flag, value, capsys):
+    """Before: --norm-eps inf trained a model whose every output was 0 (perplexity = the vocabulary size), and
+    --embedding-std inf stopped at a nan loss advising a lower --lr."""
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", f"{flag}={value}"), capsys)
+    assert_one_line(status, err, f"{flag[2:].replace('-', '_')} must be a finite number, got {value}")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_gpu_run_is_evaluated_and_sampled_on_the_cpu(copy, capsys):
     if backend.gpu_available():
         pytest.skip("this machine has a GPU: the CPU-only case cannot be shown here")
@@ -267,8 +318,15 @@ def test_load_state_dict_of_strings_or_complex_numbers(value, fragment):
 
 def test_a_sequence_length_that_cannot_fit_in_memory(corpus, tmp_path, capsys):
     status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--seq-len", 1_000_000), capsys)
-    assert_one_line(status, err, "--seq-len 1000000 needs about", "GiB for attention alone", "fits")
+    assert_one_line(status, err, "--seq-len 1000000 at --batch-size", "GiB for attention alone", "up to about")
     assert not (tmp_path / "run").exists()
+
+
+def test_attention_too_large_at_any_sequence_length_names_the_other_factors(corpus, tmp_path, capsys):
+    """Where not even a window of one token fits, the line names the other factors instead of a length of 0."""
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--n-layers", 10**12), capsys)
+    assert_one_line(status, err, "--n-layers 1000000000000 needs about", "make --batch-size, --n-heads or --n-layers")
+    assert "up to about 0" not in err and not (tmp_path / "run").exists()
 
 
 def test_running_out_of_memory_is_one_line(corpus, tmp_path, capsys):

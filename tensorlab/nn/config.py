@@ -6,7 +6,8 @@ The language model's config (models/config.py, ModelConfig) extends this one wit
 context length, embeddings and head, so these defaults are also the model's (configs/default.json).
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 
 NORMS = ("rmsnorm", "layernorm", "none")
 NORM_POSITIONS = ("pre", "post")
@@ -60,9 +61,14 @@ class TransformerConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 out.append(f"model config: {name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
-        if not 0 <= self.dropout < 1:
+        out += [  # every number setting, this class's and a subclass's: the rules below are for finite ones
+            f"model config: {f.name} must be a finite number, got {getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.type is float and not math.isfinite(getattr(self, f.name))
+        ]
+        if math.isfinite(self.dropout) and not 0 <= self.dropout < 1:
             out.append(f"model config: dropout must be in [0, 1), got {self.dropout}")
-        if not self.norm_eps > 0:
+        if math.isfinite(self.norm_eps) and self.norm_eps <= 0:
             out.append(f"model config: norm_eps must be > 0, got {self.norm_eps}")
         if out:
             return out  # the rules below divide by n_heads
