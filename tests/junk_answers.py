@@ -107,7 +107,8 @@ def scenario(n, folder):
     lines = [BACKWARD, "        grads = self._right(gy)\n"]
     lines += [f"        {name} = {value}\n" for name, value in junk.items()]
     lines += ["        grads = grads if isinstance(grads, tuple) else (grads,)\n", "        twisted = []\n"]
-    lines += ["        for g in grads:\n"]
+    lines += ["        for g in grads:\n", "            if g is None:  # the integer ids' gradient: nothing to twist\n"]
+    lines += ["                twisted.append(g)\n", "                continue\n"]
     for twist in twists:
         lines += [f"            g = {TWISTS[twist][0]}\n"]
     lines += ["            twisted.append(g)\n", "        grads = twisted\n"]
