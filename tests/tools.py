@@ -1,5 +1,5 @@
 """The command-line tools the tests run, found beside the Python that runs the tests, never on PATH; a command
-run into a pipe whose reader has gone (`... | head`); the command line of the scenario generators.
+run into a pipe whose reader has gone (`... | head`); a small disk; the command line of the scenario generators.
 
 `venv/bin/python -m pytest` with the venv not activated has its tools in venv/bin, and PATH may hold
 other versions, or none: the interpreter's own folder is the one that pip installed them into.
@@ -67,3 +67,18 @@ def scenarios_main(doc, run_scenarios, **options):
     failures = run_scenarios(args.scenarios, args.seed, **{name: getattr(args, name) for name in options})
     print(f"{args.scenarios} scenarios in {time.perf_counter() - started:.0f} s: {len(failures)} broke the property")
     return 1 if failures else 0
+
+
+def tmpfs(tmp_path, size):
+    """Yield a tmpfs of `size` under tmp_path where this user may mount one (root, as CI runs the suite), unmounted
+    after; else yield None (a user's own machine, a container without the right to mount)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        yield None
+        return
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
