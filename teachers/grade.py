@@ -13,9 +13,10 @@ computed here from the arrays that process sends back; nothing it prints is read
 
 Around each check the files of the submissions folder, the gradebook's folder, the working
 folder and the teachers' folders (the engine package, teachers/, NumPy's package) are listed with their
-sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED. Every check runs the
-engine and NumPy, so once their files differ from what they were when grading began, no later row is checked: each
-reads NOT GRADED.
+sizes and change times (`snapshot`): when any of them changed, the row is marked TAMPERED (but for the temporary
+folder's own entry, where each check makes and removes its folder: a file made or changed in it still shows). Every
+check runs the engine and NumPy, so once their files differ from what they were when grading began, no later row is
+checked: each reads NOT GRADED.
 The gradebook: PATH.csv, a row per student and exercise (student, exercise, status, diagnosis at
 the hint level, seed); PATH-grid.csv, a row per student (score, out of, each exercise's status);
 PATH.md, both as Markdown tables.
@@ -27,6 +28,7 @@ import io
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +142,7 @@ def row(student, name, source, hints, time_limit, watched=()):
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
     changed = list(dict.fromkeys(path for path, _ in sorted(set(before.items()) ^ set(snapshot(watched).items()))))
+    changed = [path for path in changed if os.path.normpath(path) != os.path.abspath(tempfile.gettempdir())]
     tampered = (
         f"TAMPERED: while {name}.py was checked, {len(changed)} files or folders outside its own folder changed "
         f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"

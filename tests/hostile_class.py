@@ -8,7 +8,8 @@ the checks copy moved to the scratch folder too (no scenario can change this che
 kim a wrong one; the hostile student (ann, max or zoe: before them, between, after) a right, wrong or unwritten file
 with one to three of the 16 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
 a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
-HOME, the engine's files).
+HOME, the engine's files). The checks make their temporary folders apart, in the gradebook's folder or in the working
+folder (drawn: `--out /tmp/book` puts the gradebook beside them).
 
 The property:
 - grade ends with 0, or with 130 and its one line when the student's code sent it SIGINT or SIGTERM (naming what that
@@ -101,11 +102,12 @@ ENDERS = {"forge", "sigint", "sigterm", "exit", "loop"}  # attacks after which n
 def scenario(n, scratch):
     """Grade one drawn class in `scratch`; (what was drawn, [problems])."""
     rng = random.Random(n)
-    teacher, home, marks, tmp = (scratch / name for name in ("teacher", "home", "marks", "tmp"))
+    teacher, home, marks = (scratch / name for name in ("teacher", "home", "marks"))
     submissions, out, engine = teacher / "submissions", teacher / "out", scratch / "engine" / "tensorlab"
+    tmp = rng.choice([scratch / "tmp", out, teacher])  # where the checks make their folders: apart, or watched
     shutil.copytree(ROOT / "tensorlab", engine, ignore=shutil.ignore_patterns("__pycache__"))
     for folder in (home, marks, tmp, out):
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
     marks.chmod(0o777)  # the student's code marks there, whichever user it runs as
     (teacher / "notes.txt").write_text("the teacher's notes\n")
     (home / ".profile").write_text("# the teacher's\n")
@@ -137,7 +139,7 @@ def scenario(n, scratch):
     for student, text in (("bob", right), ("kim", wrong), (hostile, source)):
         (submissions / student).mkdir(parents=True)
         (submissions / student / "exp_log.py").write_text(text)
-    what = f"scenario {n}: {hostile}'s {base} file, " + ", ".join(
+    what = f"scenario {n}: temporary folder {tmp.relative_to(scratch)}, {hostile}'s {base} file, " + ", ".join(
         f"{name}{f' {Path(path).relative_to(scratch)}' if path else ''} at {where}" for name, path, where, _ in attacks
     )
 
@@ -148,8 +150,9 @@ def scenario(n, scratch):
     problems = []
     if "Traceback" in err or code not in (0, 130):
         problems.append(f"exit {code}: {err.strip()[-500:]}")
-    if list(tmp.iterdir()):
-        problems.append(f"left behind: {sorted(p.name for p in tmp.iterdir())}")
+    left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("tensorlab-check-"))
+    if left:
+        problems.append(f"left behind: {left}")
     if (marks / "breach").exists():
         problems.append("the checker's memory was opened")
     if student_module.student_user() and (code or changed.get(hostile)):  # as nobody, refused: nothing to detect

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -379,6 +380,23 @@ def test_grade_stops_a_check_that_outlives_its_limit(tmp_path):
     row = grade.row(folder, "exp_log", path.read_bytes(), "fix", 0.5)
     assert row["status"] == "failed" and row["seed"].isdigit(), row
     assert re.fullmatch(r"case 1/\d+  Exp: .*: STOPPED: it did not finish within 0\.5 s .*", row["diagnosis"]), row
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_a_gradebook_beside_the_temporary_folder_is_no_tampering(tmp_path, monkeypatch, writes):
+    """Before: with the temporary folder in a watched one (`--out /tmp/gradebook`), every row was TAMPERED, the check's
+    own folder made and removed there (found by tests/hostile_class.py); a file the student's code makes there
+    still is."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    folder = tmp_path / "frank"
+    folder.mkdir()
+    evil = f"open({str(temporary / 'evil')!r}, 'w').close()\n" if writes else ""
+    path = planted(folder, "exp_log", "import numpy as np\n", f"import numpy as np\n{evil}")
+    row = grade.row(folder, "exp_log", path.read_bytes(), "fix", 5.0, [tmp_path])
+    assert row["status"] == ("tampered" if writes else "passed"), row
+    assert not writes or f"{temporary / 'evil'}" in row["diagnosis"], row
 
 
 def test_a_file_that_prints_a_passing_record_and_exits_fails_its_row(tmp_path):
