@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from teachers import assignment, grade
-from tensorlab.exercises.__main__ import PROG, TIME_LIMIT, hints_option
+from tensorlab.exercises.__main__ import PROG, hints_option, time_limit_option
 
 
 def main(argv=None):
@@ -28,13 +28,7 @@ def main(argv=None):
     grader = commands.add_parser("grade", help="check every student's files: one subfolder per student, NAME.py each")
     grader.add_argument("submissions", metavar="SUBMISSIONS_DIR")
     grader.add_argument("--out", default="gradebook", metavar="PATH", help="write PATH.csv, PATH-grid.csv, PATH.md")
-    grader.add_argument(
-        "--time-limit",
-        type=float,
-        default=TIME_LIMIT,
-        metavar="SECONDS",
-        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; more than 0)",
-    )
+    time_limit_option(grader, "more than 0")
     hints_option(grader)
     try:
         args = parser.parse_args(argv)

@@ -1,10 +1,11 @@
-"""Command lines nobody wrote down: train.py's flags drawn from its own parsers, each value valid, at an edge or wrong.
+"""Command lines nobody wrote down: train.py's and `check`'s flags drawn from their parsers, valid, at an edge or wrong.
 
     python -m tests.fuzz_flags --scenarios 300 [--seed 0]        (from the repository root)
 
 Each scenario draws a command of train.py (a new run, a resume, eval, generate, export, a sweep of one config) on a
-copy of a finished tiny run, and adds up to four options of that command's parser, read from the parser itself, so
-an option added later is drawn without a word here. Each value is drawn for the option's kind: a whole number or
+copy of a finished tiny run, or the students' `python -m tensorlab.exercises check` on a right file, and adds up to
+four options of that command's parser, read from the parser itself, so an option added later is drawn without a word
+here. Each value is drawn for the option's kind: a whole number or
 a number (valid, at an edge such as 0, -1, 2**63, nan or inf, or not a number), one of its choices or not, a path
 (missing, a folder, an empty, binary or FIFO file, the corpus, the run, a config), a text (empty, not UTF-8, long).
 Only --max-steps keeps to small values (a large one is a long run, as asked), and no value names a download (the
@@ -14,10 +15,13 @@ tests/fault_injector.py runs its commands.
 The property: the command ends within HANG_S with status 0, or with lines on stderr that are each train.py's own
 ("train.py: error: ..." or "train.py: stopped: ..."), no traceback and nothing raised out of train.main; a non-finite
 number is never taken (no setting of train.py means anything by nan or inf); a run that ends with status 0 has a
-whole latest checkpoint; and the run's finished work is never lost. tests/test_fuzz_flags.py runs fifty scenarios.
+whole latest checkpoint; and the run's finished work is never lost. `check` of a right file ends with 0, or with 2
+and its parser's error line: a bad flag is never a verdict on the file. tests/test_fuzz_flags.py runs fifty scenarios.
 """
 
 import argparse
+import contextlib
+import io
 import math
 import os
 import re
@@ -34,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 import train  # noqa: E402
 from models import export  # noqa: E402
 from models.checkpoint import read_checkpoint  # noqa: E402
+from tensorlab.exercises import __main__ as exercises  # noqa: E402
 from tests.fault_injector import SETTINGS, base_run, command, deadline, inventory, losses  # noqa: E402
 from tests.tools import run_each, scenarios_main  # noqa: E402
 
@@ -41,6 +46,7 @@ HANG_S = 60
 ODD = 0.8  # the chance that a scenario's first option has a value at an edge or wrong (one of the pools' second list)
 INTS = (["1", "2", "3", "8"], ["0", "-1", str(2**63), str(10**30), "x", "1.5", "", "1e3"])
 SMALL_INTS = (["1", "2", "3"], ["-1", "x", "1.5", ""])  # --max-steps: a large one is a long run, as asked
+SECONDS = (["0", "5", "30"], ["-1", "nan", "inf", "x", ""])  # check's --time-limit: a short one fails a right file
 FLOATS = (["0.5", "0.01", "0.9"], ["1", "0", "-1", "nan", "inf", "-inf", "1e308", "5e-324", "x", "", "1,5"])
 TEXTS = (["ROMEO:", "é"], ["", "x" * 5000, "\udcff", "\n", "--"])
 CHECKPOINTS = (["best", "latest", "snapshot_step000004"], ["snapshot_step999999", "../config", "", "nope"])
@@ -61,6 +67,7 @@ def parsers():
         "generate": train.generate_parser(),
         "export": export.export_parser(),
         "sweep": sweep,
+        "check": exercises.parser()._subparsers._group_actions[0].choices["check"],
     }
 
 
@@ -83,7 +90,9 @@ def draw_value(rng, action, paths, scratch, odd):
         pool = (list(action.choices), ["bogus"])
     elif name == "--max-steps":
         pool = SMALL_INTS
-    elif action.type is int:
+    elif name == "--time-limit":
+        pool = SECONDS
+    elif action.type in (int, exercises.whole_number):
         pool = INTS
     elif action.type is float:
         pool = FLOATS
@@ -122,15 +131,29 @@ def base_command(kind, run, corpus, scratch):
         "eval": ["eval", run],
         "generate": ["generate", run, "--max-new-tokens", 3, "--prompt", "ab"],
         "export": ["export", run, "--out", scratch],
+        "check": ["check", "mul", ROOT / "teachers" / "solutions" / "mul.py"],
         "sweep": ["sweep", ROOT / "configs" / "tiny.json", "--out", scratch, "--data", corpus, "--max-steps", 2]
         + [a for a in SETTINGS[2:] if a != "--no-report"],  # sweep always writes its report
     }[kind]
+
+
+def checked(argv):
+    """Run `python -m tensorlab.exercises` `argv` here: (exit status, stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = exercises.main(argv)
+    return status, err.getvalue()
 
 
 def judge(status, err, options, kind, out):
     """The property's problems with one command's outcome (`out`: where a new run went)."""
     if "Traceback" in err:
         return [f"a traceback: {err.strip().splitlines()[-1]}"]
+    if kind == "check":  # a right file: passed, or the command line refused
+        said = (err.strip().splitlines() or [""])[-1]
+        if status == 0 or (status == 2 and said.startswith(f"{exercises.PROG} check: error: ")):
+            return [f"argparse's words for a type that raised: {said[:200]!r}"] if LOST_WORDS.search(said) else []
+        return [f"a right file, status {status}: {said[:200]!r}"]
     ours = [line for line in err.splitlines() if line.startswith("train.py")]
     if status != 0:
         if status not in (1, 2, 3) or not ours:
@@ -178,7 +201,7 @@ def scenario(seed, base, corpus, workdir, parsers_by_kind):
         before.pop("config.json")  # a resume writes its flags' settings into it
     try:
         with deadline(HANG_S):
-            status, err = command(argv)
+            status, err = command(argv) if kind != "check" else checked(argv)
         out = argv[len(argv) - 1 - argv[::-1].index("--out") + 1] if "--out" in argv else None
         problems = judge(status, err, options, kind, out) + [f"lost {x}" for x in losses(before, inventory(run))]
     except TimeoutError as err:

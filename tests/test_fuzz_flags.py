@@ -1,11 +1,12 @@
-"""Fifty seeded command lines of train.py with drawn flags (tests/fuzz_flags.py): each ends with status 0 or with
-train.py's own lines, takes no nan or inf, and loses no finished work. A longer run is one command:
-`python -m tests.fuzz_flags --scenarios 1000`.
+"""Fifty seeded command lines of train.py and `check` with drawn flags (tests/fuzz_flags.py): each ends with status
+0 or with the command's own error lines, takes no nan or inf, judges no right file and loses no finished work. A
+longer run is one command: `python -m tests.fuzz_flags --scenarios 1000`.
 
-Planted to see it fail (150 scenarios from seed 0 or 300 from 1000): export's parser back to a plain ArgumentParser
-(usage text and "train.py export: error:", scenarios 100 and 104); --prompts read by argparse's type= alone (its
-message lost: "invalid read_prompts_file value", 3 scenarios); the model config's rule that a number be finite
-removed (a dropout of nan raised out of train.main).
+Planted to see it fail, each found within 300 scenarios: export's parser back to a plain ArgumentParser (usage text
+and "train.py export: error:"); --prompts read by argparse's type= alone ("invalid read_prompts_file value", its
+reason lost); the model config's rule that a number be finite removed (a dropout of nan raised out of train.main);
+`check`'s --seed and --time-limit back to int and float (--seed -1 "The checker itself failed", a limit of -1
+failed the right file).
 """
 
 from fuzz_flags import parsers, run_scenarios

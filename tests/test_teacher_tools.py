@@ -496,6 +496,26 @@ def test_grade_usage_errors_exit_2(tmp_path):
     assert code == 2 and "above 0" in errors
 
 
+@pytest.mark.parametrize(
+    "flag, value, expected",
+    [
+        ("--seed", "-1", "expected a whole number >= 0, got '-1'"),
+        ("--seed", "1e3", "expected a whole number >= 0, got '1e3'"),
+        ("--time-limit", "-1", "expected a finite number of seconds >= 0, got '-1'"),
+        ("--time-limit", "nan", "expected a finite number of seconds >= 0, got 'nan'"),
+        ("--time-limit", "inf", "expected a finite number of seconds >= 0, got 'inf'"),
+    ],
+)
+def test_a_bad_flag_is_a_usage_error_never_a_verdict_on_the_file(flag, value, expected):
+    """Found by tests/fuzz_flags.py: --seed -1 was "The checker itself failed" (exit 3), --time-limit -1 failed a
+    right file ("did not finish within -1 s"), nan checked with no limit at all. grade's --time-limit is the same."""
+    code, out, errors = run_main("check", "mul", SOLUTIONS / "mul.py", flag, value)
+    assert code == 2 and not out and errors.splitlines()[-1].endswith(f"error: argument {flag}: {expected}")
+    if flag == "--time-limit":
+        code, _, errors = run_main("grade", SOLUTIONS, flag, value)
+        assert code == 2 and errors.splitlines()[-1].endswith(f"error: argument {flag}: {expected}")
+
+
 # ----- the docs' commands run as printed ------------------------------------------------------------------------------
 def teachers_commands():
     page = (ROOT / "docs" / "exercises.md").read_text()

@@ -13,6 +13,7 @@ tools (assignment, grade) are in the checkout's teachers/classroom.py, never in 
 import argparse
 import difflib
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -29,31 +30,8 @@ PROG = "python -m tensorlab.exercises"
 
 def main(argv=None):
     """Run the command line on `argv` (default sys.argv[1:]); return the exit code."""
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Gradient-check exercises: fill in a backward, check it, read the diagnosis."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("list", help="list the exercises")
-    stub = commands.add_parser("stub", help="copy an exercise's stub to DEST (default: ./NAME.py) to edit")
-    stub.add_argument("name", metavar="NAME")
-    stub.add_argument("dest", metavar="DEST", nargs="?", help="a file, or a folder to put NAME.py in")
-    checker = commands.add_parser("check", help="check your solution FILE to exercise NAME")
-    checker.add_argument("name", metavar="NAME")
-    checker.add_argument("file", metavar="FILE")
-    checker.add_argument(
-        "--time-limit",
-        type=float,
-        default=TIME_LIMIT,
-        metavar="SECONDS",
-        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; 0: no limit)",
-    )
-    checker.add_argument(
-        "--seed", type=int, metavar="N", help="draw the cases' inputs from seed N (default: a fresh one, printed)"
-    )
-    checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
-    hints_option(checker)
     try:
-        args = parser.parse_args(argv)
+        args = parser().parse_args(argv)
     except SystemExit as exit_:  # argparse exits 2 on a usage error, 0 after --help
         return exit_.code
     if args.command == "list":
@@ -67,6 +45,59 @@ def main(argv=None):
     if args.command == "stub":
         return _stub(exercise, args.dest)
     return _check(exercise, Path(args.file), args.time_limit, args.seed, args.hints, args.json)
+
+
+def parser():
+    """The command line's parser: list, stub and check."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Gradient-check exercises: fill in a backward, check it, read the diagnosis."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("list", help="list the exercises")
+    stub = commands.add_parser("stub", help="copy an exercise's stub to DEST (default: ./NAME.py) to edit")
+    stub.add_argument("name", metavar="NAME")
+    stub.add_argument("dest", metavar="DEST", nargs="?", help="a file, or a folder to put NAME.py in")
+    checker = commands.add_parser("check", help="check your solution FILE to exercise NAME")
+    checker.add_argument("name", metavar="NAME")
+    checker.add_argument("file", metavar="FILE")
+    time_limit_option(checker, "0: no limit")
+    checker.add_argument(
+        "--seed",
+        type=whole_number,
+        metavar="N",
+        help="draw the cases' inputs from seed N (default: a fresh one, printed)",
+    )
+    checker.add_argument("--json", action="store_true", help="print one JSON object (the student's prints: stderr)")
+    hints_option(checker)
+    return parser
+
+
+def time_limit_option(command, zero):
+    command.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"stop a case that runs longer than this (default {TIME_LIMIT:g}; {zero})",
+    )
+
+
+def seconds(text):
+    """--time-limit's value: a finite number of seconds >= 0, or a usage error (never a verdict on the file)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def whole_number(text):
+    """--seed's value: a whole number >= 0 (a random generator takes no other), or a usage error."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
 
 
 def hints_option(command):
