@@ -17,6 +17,7 @@ settings.json (the exercises graded, the hint level, the time limit per case: ed
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,19 +48,38 @@ TIME_LIMIT = 5.0  # seconds per case on Gradescope, as `check` has
 
 
 def write(folder, prog, wheel=False, gradescope=False):
-    """Write the students' folder; 0 when written, 1 when the wheel cannot be built, 2 when `folder` is not empty."""
-    if folder.exists() and any(folder.iterdir()):
-        print(f"{folder} already exists and is not empty; not writing into it. Give a new folder.", file=sys.stderr)
+    """Write the students' folder; 0 when written, 1 when it or the wheel cannot be written, 2 when `folder` is not
+    a new or empty folder. It is made whole beside `folder`, then renamed into place: a failure leaves nothing."""
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        print(f"{folder} exists and is not an empty folder; not writing into it. Give a new folder.", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory() as scratch:
-        built = build_wheel(Path(scratch)) if wheel or gradescope else None
-        if (wheel or gradescope) and built is None:
-            return 1
-        folder.mkdir(parents=True, exist_ok=True)
-        if wheel:
-            shutil.copyfile(built, folder / built.name)
-        if gradescope:
-            autograder(folder / "autograder.zip", built)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory(dir=folder.parent) as staging:
+            built = build_wheel(Path(scratch)) if wheel or gradescope else None
+            if (wheel or gradescope) and built is None:
+                return 1
+            guide = _fill(Path(staging) / "hand-out", prog, built, wheel, gradescope)
+            if folder.exists():
+                folder.rmdir()  # the empty folder given: the hand-out takes its place
+            os.rename(Path(staging) / "hand-out", folder)
+    except OSError as error:
+        print(f"Could not write {folder} ({error.strerror or error}); nothing was written there.", file=sys.stderr)
+        return 1
+    extra = f", {built.name} (the engine to install)" if wheel else ""
+    extra += ", GUIDE.md (the checker's messages)" if guide else ""
+    extra += ", autograder.zip (for Gradescope; not for students)" if gradescope else ""
+    print(f"Wrote {folder}: {len(EXERCISES)} exercises{extra} and README.md (no solutions).")
+    return 0
+
+
+def _fill(folder, prog, built, wheel, gradescope):
+    """Write the hand-out into the new `folder`; whether it holds GUIDE.md."""
+    folder.mkdir()
+    if wheel:
+        shutil.copyfile(built, folder / built.name)
+    if gradescope:
+        autograder(folder / "autograder.zip", built)
     for exercise in EXERCISES:
         shutil.copyfile(stub(exercise.name), folder / f"{exercise.name}.py")
     guide = GUIDE.is_file()
@@ -67,11 +87,7 @@ def write(folder, prog, wheel=False, gradescope=False):
         text = GUIDE.read_text()
         (folder / "GUIDE.md").write_text(text[: text.index("## For teachers")].rstrip() + "\n")
     (folder / "README.md").write_text(readme(prog, built.name if wheel else None, guide))
-    extra = f", {built.name} (the engine to install)" if wheel else ""
-    extra += ", GUIDE.md (the checker's messages)" if guide else ""
-    extra += ", autograder.zip (for Gradescope; not for students)" if gradescope else ""
-    print(f"Wrote {folder}: {len(EXERCISES)} exercises{extra} and README.md (no solutions).")
-    return 0
+    return guide
 
 
 def autograder(path, wheel):

@@ -7,6 +7,7 @@ in a fresh virtual environment; `grade` runs each check in a process of its own)
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 from tools import run_into_a_closed_pipe
 
-from teachers import classroom, grade
+from teachers import assignment, classroom, grade
 from tensorlab.exercises import report
 from tensorlab.exercises.__main__ import main
 
@@ -484,6 +485,24 @@ def test_a_full_disk_fails_no_file_and_loses_no_gradebook(tmp_path, seed):
         assert r["status"] == "passed" or (
             r["diagnosis"].startswith("The checker itself failed (") and len(r["diagnosis"]) < 400
         ), r
+
+
+def test_a_hand_out_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """Before: a traceback for an --out that is a file's child or a file (NotADirectoryError), and a half-written
+    folder when a write failed. The hand-out is made beside its folder and renamed into place."""
+    (tmp_path / "a_file").write_text("x")
+    code, _, errors = run_main("assignment", tmp_path / "a_file")
+    assert code == 2 and errors.strip().endswith("is not an empty folder; not writing into it. Give a new folder.")
+    code, _, errors = run_main("assignment", tmp_path / "a_file" / "course")
+    assert code == 1 and errors.count("\n") == 1 and errors.endswith("); nothing was written there.\n")
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(assignment, "readme", full)  # the last file written
+    code, _, errors = run_main("assignment", tmp_path / "course")
+    assert code == 1 and "(No space left on device); nothing was written there." in errors
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # no folder, no staging left behind
 
 
 def test_grade_usage_errors_exit_2(tmp_path):
