@@ -138,7 +138,9 @@ def fetch_documents(url: str, documents: int, timeout: float = DOWNLOAD_TIMEOUT_
 
 def _first_documents(text: str, documents: int, where: Path) -> str:
     """The first ``documents`` pieces of ``text`` between END_OF_TEXT, or a CorpusError if it has fewer."""
-    pieces = text.split(END_OF_TEXT, documents)  # at most documents + 1 pieces: the rest stays in the last
+    # at most documents + 1 pieces, the rest in the last (a text holds fewer separators than characters: a count
+    # past that, 10**30, would not fit split's C integer)
+    pieces = text.split(END_OF_TEXT, min(documents, len(text)))
     if len(pieces) < documents:
         raise CorpusError(
             f"corpus {where} holds {len(pieces)} documents (kept apart by {END_OF_TEXT}), fewer than the "

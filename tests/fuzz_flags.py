@@ -151,7 +151,7 @@ def judge(status, err, options, kind, out):
         return [f"a traceback: {err.strip().splitlines()[-1]}"]
     if kind == "check":  # a right file: passed, or the command line refused
         said = (err.strip().splitlines() or [""])[-1]
-        if status == 0 or (status == 2 and said.startswith(f"{exercises.PROG} check: error: ")):
+        if status == 0 or (status == 2 and said.startswith(exercises.PROG) and ": error: " in said):
             return [f"argparse's words for a type that raised: {said[:200]!r}"] if LOST_WORDS.search(said) else []
         return [f"a right file, status {status}: {said[:200]!r}"]
     ours = [line for line in err.splitlines() if line.startswith("train.py")]
@@ -202,12 +202,14 @@ def scenario(seed, base, corpus, workdir, parsers_by_kind):
     try:
         with deadline(HANG_S):
             status, err = command(argv) if kind != "check" else checked(argv)
-        out = argv[len(argv) - 1 - argv[::-1].index("--out") + 1] if "--out" in argv else None
-        problems = judge(status, err, options, kind, out) + [f"lost {x}" for x in losses(before, inventory(run))]
     except TimeoutError as err:
         problems = [f"hung: {err}"]
-    except Exception as err:  # noqa: BLE001 (an exception out of train.main is what the property forbids)
-        problems = [f"{type(err).__name__} out of train.main: {err}"]
+    except Exception as err:  # noqa: BLE001 (an exception out of the command is what the property forbids)
+        problems = [f"{type(err).__name__} out of the command: {err}"]
+    else:
+        outs = [value for flag, value in zip(argv, argv[1:]) if flag == "--out"]  # argparse keeps the last
+        problems = judge(status, err, options, kind, outs[-1] if outs else None)
+        problems += [f"lost {x}" for x in losses(before, inventory(run))]
     finally:
         for path in (run, scratch):
             shutil.rmtree(path, ignore_errors=True)

@@ -255,6 +255,12 @@ def test_a_prompts_file_that_cannot_be_read_keeps_its_reason(corpus, tmp_path, c
     assert_one_line(status, err, f"argument --prompts: {tmp_path}: cannot read it as UTF-8 text", "Is a directory")
 
 
+def test_more_documents_than_any_corpus_holds_is_one_line(corpus, tmp_path, capsys):
+    """Before: --documents 10**30 raised OverflowError out of train.main (str.split's count is a C integer)."""
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--documents", 10**30), capsys)
+    assert_one_line(status, err, "holds 1 documents", f"fewer than the {10**30} asked for")
+
+
 @pytest.mark.parametrize("flag", ["--norm-eps", "--embedding-std", "--dropout"])
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
 def test_no_model_setting_takes_a_number_that_is_not_finite(corpus, tmp_path, flag, value, capsys):
