@@ -505,6 +505,20 @@ def test_a_hand_out_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # no folder, no staging left behind
 
 
+def test_stub_and_check_on_paths_that_are_no_file_are_one_line(tmp_path):
+    """Found by hand beside tests/fuzz_flags.py: stub into a missing folder was a traceback, stub onto a dangling
+    link wrote where it pointed, and check of a folder or a FIFO said "no such file"."""
+    code, _, errors = run_main("stub", "mul", tmp_path / "nowhere" / "mul.py")
+    assert code == 2 and errors.startswith(f"Cannot write {tmp_path / 'nowhere' / 'mul.py'} (No such file")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    code, _, errors = run_main("stub", "mul", tmp_path / "link")
+    assert code == 2 and "already exists; not overwriting it" in errors and not (tmp_path / "target").exists()
+    os.mkfifo(tmp_path / "fifo")
+    for path in (tmp_path, tmp_path / "fifo"):
+        code, _, errors = run_main("check", "mul", path)
+        assert code == 2 and errors == f"{path} is not a file (a folder, a FIFO): give the .py file you wrote.\n"
+
+
 def test_grade_usage_errors_exit_2(tmp_path):
     code, _, errors = run_main("grade", tmp_path / "nowhere")
     assert code == 2 and "no such folder" in errors

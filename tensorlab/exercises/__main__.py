@@ -14,6 +14,7 @@ import argparse
 import difflib
 import json
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -124,10 +125,16 @@ def _stub(exercise, dest):
     dest = Path(dest) if dest else Path(f"{exercise.name}.py")
     if dest.is_dir():
         dest = dest / f"{exercise.name}.py"
-    if dest.exists():
+    if os.path.lexists(dest):  # a dangling link too: copying would write where it points
         print(f"{dest} already exists; not overwriting it. Give another DEST, or remove it first.", file=sys.stderr)
         return 2
-    shutil.copyfile(stub(exercise.name), dest)
+    try:
+        shutil.copyfile(stub(exercise.name), dest)
+    except OSError as error:
+        print(
+            f"Cannot write {dest} ({error.strerror or error}). Give a DEST in a folder you can write.", file=sys.stderr
+        )
+        return 2
     print(f"Wrote {dest}. Read its docstring, write the missing code, then run:")
     print(f"  {PROG} check {exercise.name} {dest}")
     return 0
@@ -136,6 +143,7 @@ def _stub(exercise, dest):
 def _check(exercise, path, time_limit, seed, hints, as_json):
     if not path.is_file():
         why = f"{path}: no such file. Make one with `{PROG} stub {exercise.name} {path}`."
+        why = f"{path} is not a file (a folder, a FIFO): give the .py file you wrote." if path.exists() else why
         print(why, file=sys.stderr)
         if as_json:  # a record all the same, for the program that reads it
             report = Report(exercise, path, hints, show=None)
