@@ -5,12 +5,12 @@
 Each scenario draws a command of train.py (a new run, a resume, eval, generate, export, a sweep of one config) on a
 copy of a finished tiny run, or the students' `python -m tensorlab.exercises check` on a right file, and adds up to
 four options of that command's parser, read from the parser itself, so an option added later is drawn without a word
-here. Each value is drawn for the option's kind: a whole number or
-a number (valid, at an edge such as 0, -1, 2**63, nan or inf, or not a number), one of its choices or not, a path
-(missing, a folder, an empty, binary or FIFO file, the corpus, the run, a config), a text (empty, not UTF-8, long).
-Only --max-steps keeps to small values (a large one is a long run, as asked), and no value names a download (the
-corpus "tinystories", a tokenizer on the Hugging Face hub). The command runs in this process, as
-tests/fault_injector.py runs its commands.
+here. Each value is drawn for the option's kind: a whole number or a number (valid, at an edge such as 0, -1, 2**63,
+nan or inf, or not a number), one of its choices or not, a path (missing, a folder, an empty, binary or FIFO file, the
+corpus, the run, a config), a text (empty, not UTF-8, long); or the flag is misspelt or left without its value. Only
+--max-steps keeps to small values and check's --time-limit to generous ones (else a long run, or a right file failed,
+as asked), and no value names a download (the corpus "tinystories", a tokenizer on the Hugging Face hub). The command
+runs in this process, as tests/fault_injector.py runs its commands.
 
 The property: the command ends within HANG_S with status 0, or with lines on stderr that are each train.py's own
 ("train.py: error: ..." or "train.py: stopped: ..."), no traceback and nothing raised out of train.main; a non-finite
@@ -56,7 +56,7 @@ LOST_WORDS = re.compile(r"invalid \w+_\w+ value")  # argparse's words when a fla
 
 
 def parsers():
-    """{command: its argparse parser}, the parsers train.py and models/export.py build."""
+    """{command: its argparse parser}, as train.py, models/export.py and tensorlab/exercises/__main__.py build them."""
     sweep = argparse.ArgumentParser()  # train.py builds sweep's in cmd_sweep: the same flags as a new run's
     train.add_flags(sweep)
     sweep.add_argument("--out")
