@@ -7,10 +7,11 @@ copy of a finished tiny run, or the students' `python -m tensorlab.exercises che
 four options of that command's parser, read from the parser itself, so an option added later is drawn without a word
 here. Each value is drawn for the option's kind: a whole number or a number (valid, at an edge such as 0, -1, 2**63,
 nan or inf, or not a number), one of its choices or not, a path (missing, a folder, an empty, binary or FIFO file, the
-corpus, the run, a config), a text (empty, not UTF-8, long); or the flag is misspelt or left without its value. Only
---max-steps keeps to small values and check's --time-limit to generous ones (else a long run, or a right file failed,
-as asked), and no value names a download (the corpus "tinystories", a tokenizer on the Hugging Face hub). The command
-runs in this process, as tests/fault_injector.py runs its commands.
+corpus, the run, a config), a text (empty, not UTF-8, long); or the flag is misspelt or left without its value; a
+new run or a sweep may read a config with a value, a key or its text gone wrong (junk_config). Only --max-steps
+keeps to small values and check's --time-limit to generous ones (else a long run, or a right file failed, as asked),
+and no value names a download (the corpus "tinystories", a tokenizer on the Hugging Face hub). The command runs in
+this process, as tests/fault_injector.py runs its commands.
 
 The property: the command ends within HANG_S with status 0, or with lines on stderr that are each train.py's own
 ("train.py: error: ..." or "train.py: stopped: ..."), no traceback and nothing raised out of train.main; a non-finite
@@ -22,6 +23,7 @@ and its parser's error line: a bad flag is never a verdict on the file. tests/te
 import argparse
 import contextlib
 import io
+import json
 import math
 import os
 import re
@@ -49,6 +51,8 @@ SMALL_INTS = (["1", "2", "3"], ["-1", "x", "1.5", ""])  # --max-steps: a large o
 SECONDS = (["0", "5", "30"], ["-1", "nan", "inf", "x", ""])  # check's --time-limit: a short one fails a right file
 FLOATS = (["0.5", "0.01", "0.9"], ["1", "0", "-1", "nan", "inf", "-inf", "1e308", "5e-324", "x", "", "1,5"])
 TEXTS = (["ROMEO:", "é"], ["", "x" * 5000, "\udcff", "\n", "--"])
+JUNK_CONFIGS = 0.3  # the chance that a new run or a sweep reads a config with one thing wrong (junk_config)
+JUNK = [None, "x", "1", [], {}, True, -1, 0, 2.5, 1e308, math.nan, math.inf, 10**30]  # a config's values gone wrong
 CHECKPOINTS = (["best", "latest", "snapshot_step000004"], ["snapshot_step999999", "../config", "", "nope"])
 PATHS = ("--out", "--config", "--data", "--resume", "--prompts", "--tokenizer")
 NOT_DRAWN = {"-h", "--help"}  # argparse's own: prints usage and ends with 0
@@ -105,6 +109,23 @@ def draw_value(rng, action, paths, scratch, odd):
         pool = TEXTS
     drawn = pool[odd]
     return str(drawn[int(rng.integers(len(drawn)))])
+
+
+def junk_config(rng, path):
+    """Write configs/tiny.json to `path` with one thing wrong (a value of another type or out of range, a key
+    dropped or unknown, the text cut short, a list for the object); returns `path`."""
+    config = json.loads((ROOT / "configs" / "tiny.json").read_text())
+    where = config["model"] if rng.random() < 0.5 else config
+    key, how = str(rng.choice(sorted(where))), int(rng.integers(5))
+    if how == 0:
+        where[key] = JUNK[int(rng.integers(len(JUNK)))]
+    elif how == 1:
+        del where[key]
+    elif how == 2:
+        where[key + "s"] = where[key]
+    text = json.dumps([config] if how == 4 else config)
+    path.write_text(text[: int(rng.integers(len(text)))] if how == 3 else text)
+    return path
 
 
 def draw_options(rng, parser, paths, scratch):
@@ -196,6 +217,9 @@ def scenario(seed, base, corpus, workdir, parsers_by_kind):
     kind = str(rng.choice(list(parsers_by_kind)))
     options = draw_options(rng, parsers_by_kind[kind], places(workdir, run, corpus), scratch)
     argv = [str(a) for a in base_command(kind, run, corpus, scratch)] + [part for o in options for part in o]
+    if kind in ("train", "sweep") and rng.random() < JUNK_CONFIGS:  # its config, not its flags, gone wrong
+        tiny = argv.index(str(ROOT / "configs" / "tiny.json"))
+        argv[tiny] = str(junk_config(rng, scratch.with_name(scratch.name + ".json")))
     before = inventory(run)
     if kind == "resume":
         before.pop("config.json")  # a resume writes its flags' settings into it
