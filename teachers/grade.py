@@ -2,7 +2,8 @@
 
 SUBMISSIONS_DIR holds one folder per student, named after the student, with their exercise files
 in it under the stubs' names (matmul.py, softmax.py, ...). Every exercise that some student handed
-in is graded for every student (a missing file is a row "not handed in"). Every file is read
+in is graded for every student (a missing file is a row "not handed in"; a symbolic link, or a student's folder that
+is one, fails its row: it is no file of the student's own, and may point at a solution). Every file is read
 before the first check runs, and each check gets its file's text from that copy, so what one
 student's code does to the files on disk changes no other row. Each check runs here, in this
 process (tensorlab.exercises.runner), and the student's code in a process of its own (an empty
@@ -27,6 +28,7 @@ import csv
 import io
 import os
 import signal
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -60,10 +62,10 @@ def grade(folder, out, hints, time_limit):
         )
         return 2
     handed_in = {  # read before any student's code runs
-        (student.name, name): (student / f"{name}.py").read_bytes()
+        (student.name, name): handed_in_file(student / f"{name}.py")
         for student in students
         for name in names
-        if (student / f"{name}.py").is_file()
+        if os.path.lexists(student / f"{name}.py")
     }
     watched = teachers_folders(folder, out)
     trusted = engine_files()
@@ -134,10 +136,24 @@ def grid(rows, names):
     ]
 
 
+def handed_in_file(path):
+    """The bytes of a file handed in, or why it is refused: a symbolic link (to a solution, a classmate's file), its
+    folder one, or no regular file (a FIFO would never end its read)."""
+    shown = f"{path.parent.name}/{path.name}"
+    if path.is_symlink() or path.parent.is_symlink():
+        return f"{shown} is a symbolic link (or its folder is one), not a file of the student's own: hand in the file."
+    if not stat.S_ISREG(path.stat().st_mode):
+        return f"{shown} is not a regular file: hand in the file."
+    return path.read_bytes()
+
+
 def row(student, name, source, hints, time_limit, watched=()):
-    """The gradebook row of one student's exercise, checked from `source` (None: not handed in)."""
+    """The gradebook row of one student's exercise, checked from `source` (None: not handed in; a str: why the file
+    handed in is refused, handed_in_file)."""
     if source is None:
         return _row(student, name, "not handed in", f"there is no {name}.py in {student.name}/")
+    if isinstance(source, str):
+        return _row(student, name, "failed", source)
     report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)

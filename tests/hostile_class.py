@@ -6,10 +6,11 @@ Each scenario grades a class of three in this process (`python -m teachers.class
 time limit 2 s), in a scratch folder that is the teacher's working folder, with a HOME of its own, and with the engine
 the checks copy moved to the scratch folder too (no scenario can change this checkout's). bob hands in a right file,
 kim a wrong one; the hostile student (ann, max or zoe: before them, between, after) a right, wrong or unwritten file
-with one to three of the 16 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed at
-a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
-HOME, the engine's files). The checks make their temporary folders apart, in the gradebook's folder or in the working
-folder (drawn: `--out /tmp/book` puts the gradebook beside them).
+with one to three of the 16 attacks of ATTACKS, each at the top of the file or at the start of a backward, each aimed
+at a path drawn from the class's (a classmate's file or folder, the earlier gradebook, the teacher's working folder or
+HOME, the engine's files); or a symbolic link to bob's file or to the solution. The checks make their temporary
+folders apart, in the gradebook's folder or in the working folder (drawn: `--out /tmp/book` puts the gradebook
+beside them).
 
 The property:
 - grade ends with 0, or with 130 and its one line when the student's code sent it SIGINT or SIGTERM (naming what that
@@ -114,7 +115,7 @@ def scenario(n, scratch):
     (out / "book.csv").write_text(EARLIER)
     right, wrong = SOLUTION, SOLUTION.replace(RIGHT, SLIP)
     hostile = rng.choice(HOSTILE)
-    base = rng.choice(["right", "wrong", "stub"])
+    base = rng.choice(["right", "wrong", "stub", "link"])  # link: a symbolic link to bob's file or the solution
     paths = {
         "file": [submissions / "bob" / "exp_log.py", submissions / "kim" / "exp_log.py", out / "book.csv"]
         + [teacher / "notes.txt", home / ".profile", engine / "exercises" / "child.py", engine / "tensor.py"],
@@ -133,12 +134,16 @@ def scenario(n, scratch):
         ]
         attacks.append((name, path, rng.choice(["top", "backward"]), code))
     attacks.sort(key=lambda attack: attack[0] in ENDERS)  # what ends the process runs last, so the others run
-    source = {"right": right, "wrong": wrong, "stub": STUB}[base]
+    source = {"right": right, "wrong": wrong, "stub": STUB, "link": STUB}[base]
     for name, _, where, code in reversed(attacks):  # each planted before the last: the first drawn runs first
         source = _plant(source, where, [f"open(os.path.join({str(marks)!r}, 'ran-{name}'), 'w').close()", *code])
     for student, text in (("bob", right), ("kim", wrong), (hostile, source)):
         (submissions / student).mkdir(parents=True)
         (submissions / student / "exp_log.py").write_text(text)
+    if base == "link":  # no code of the student's runs: the link alone must not pass
+        linked = rng.choice([submissions / "bob" / "exp_log.py", ROOT / "teachers" / "solutions" / "exp_log.py"])
+        (submissions / hostile / "exp_log.py").unlink()
+        (submissions / hostile / "exp_log.py").symlink_to(linked)
     what = f"scenario {n}: temporary folder {tmp.relative_to(scratch)}, {hostile}'s {base} file, " + ", ".join(
         f"{name}{f' {Path(path).relative_to(scratch)}' if path else ''} at {where}" for name, path, where, _ in attacks
     )

@@ -519,6 +519,21 @@ def test_stub_and_check_on_paths_that_are_no_file_are_one_line(tmp_path):
         assert code == 2 and errors == f"{path} is not a file (a folder, a FIFO): give the .py file you wrote.\n"
 
 
+def test_a_link_handed_in_fails_its_row_whatever_it_points_at(tmp_path):
+    """Before: mul.py linked to teachers/solutions/mul.py, or a student's folder linked to teachers/solutions/ (as
+    unzip makes a zip's links), passed every row: grade read through the link."""
+    submissions = tmp_path / "submissions"
+    (submissions / "mallory").mkdir(parents=True)
+    (submissions / "mallory" / "mul.py").symlink_to(SOLUTIONS / "mul.py")
+    (submissions / "eve").symlink_to(SOLUTIONS)
+    code, _, errors = run_main("grade", submissions, "--out", tmp_path / "book")
+    assert code == 0, errors
+    rows = {(r["student"], r["exercise"]): r for r in csv.DictReader((tmp_path / "book.csv").open())}
+    assert rows["mallory", "mul"]["diagnosis"].startswith("mallory/mul.py is a symbolic link"), rows["mallory", "mul"]
+    assert {r["status"] for (student, _), r in rows.items() if student == "eve"} == {"failed"}
+    assert {r["status"] for r in rows.values()} == {"failed", "not handed in"}
+
+
 def test_grade_usage_errors_exit_2(tmp_path):
     code, _, errors = run_main("grade", tmp_path / "nowhere")
     assert code == 2 and "no such folder" in errors
