@@ -28,7 +28,6 @@ import csv
 import io
 import os
 import signal
-import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES
 from tensorlab.exercises.report import Report
-from tensorlab.exercises.runner import NOT_CHECKED, run
+from tensorlab.exercises.runner import NOT_CHECKED, handed_in_file, run
 from tensorlab.exercises.student import NOT_GRADED, TENSORLAB, engine_files, snapshot
 
 COLUMNS = ("student", "exercise", "status", "diagnosis", "seed")
@@ -134,17 +133,6 @@ def grid(rows, names):
         }
         for student in students
     ]
-
-
-def handed_in_file(path):
-    """The bytes of a file handed in, or why it is refused: a symbolic link (to a solution, a classmate's file), its
-    folder one, or no regular file (a FIFO would never end its read)."""
-    shown = f"{path.parent.name}/{path.name}"
-    if path.is_symlink() or path.parent.is_symlink():
-        return f"{shown} is a symbolic link (or its folder is one), not a file of the student's own: hand in the file."
-    if not stat.S_ISREG(path.stat().st_mode):
-        return f"{shown} is not a regular file: hand in the file."
-    return path.read_bytes()
 
 
 def row(student, name, source, hints, time_limit, watched=()):

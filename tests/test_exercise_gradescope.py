@@ -48,8 +48,9 @@ def results_of(tmp_path, submission, engine=ROOT):
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111  # Gradescope runs them as programs
     assert "/autograder/source/gradescope.py" in (root / "source" / "run_autograder").read_text()
     (root / "submission" / "nested").mkdir(parents=True)
-    for name, text in submission.items():
-        (root / "submission" / name).write_text(text)
+    for name, text in submission.items():  # a Path: a symbolic link to it
+        path = root / "submission" / name
+        path.symlink_to(text) if isinstance(text, Path) else path.write_text(text)
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHONPATH=str(engine))
     done = subprocess.run(
         [sys.executable, str(root / "source" / "gradescope.py")], env=env, capture_output=True, text=True, timeout=600
@@ -88,6 +89,14 @@ def test_the_autograder_scores_a_right_and_a_wrong_submission(tmp_path):
     assert "PASSED" in tests["matmul"]["output"]
     assert tests["softmax"]["score"] == 0.0 and "You used y(1 - y)" in tests["softmax"]["output"]
     assert tests["value"]["score"] == 0.0 and tests["value"]["output"].startswith("Not handed in: ")
+
+
+def test_a_link_handed_in_scores_0_and_is_never_read(tmp_path):
+    """Before: mul.py linked to /dev/zero was read without end (Gradescope's run ends with no results.json)."""
+    submission = {"mul.py": Path("/dev/zero"), "matmul.py": (SOLUTIONS / "matmul.py").read_text()}
+    tests = valid(results_of(tmp_path, submission))
+    assert tests["mul"]["score"] == 0.0 and tests["matmul"]["score"] == 1.0
+    assert tests["mul"]["output"].startswith("submission/mul.py is a symbolic link (or its folder is one)")
 
 
 def test_after_a_file_that_changes_the_engine_no_later_exercise_is_graded(tmp_path):

@@ -6,6 +6,7 @@
 failed, 130 Ctrl-C, NOT_CHECKED when the checker itself could not run.
 """
 
+import stat
 import traceback
 from pathlib import Path
 
@@ -69,3 +70,14 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
         except KeyboardInterrupt:  # the verdict stands (the cases' lines); only the search is cut short
             raise Stopped("(Ctrl-C: the search for the slip was stopped.)", 130) from None
     return passed
+
+
+def handed_in_file(path):
+    """The bytes of a file handed in for grading (grade, Gradescope), or why it is refused: a symbolic link (to a
+    solution, a classmate's file, /dev/zero), its folder one, or no regular file (a FIFO would never end its read)."""
+    shown = f"{path.parent.name}/{path.name}"
+    if path.is_symlink() or path.parent.is_symlink():
+        return f"{shown} is a symbolic link (or its folder is one), not a file of the student's own: hand in the file."
+    if not stat.S_ISREG(path.stat().st_mode):
+        return f"{shown} is not a regular file: hand in the file."
+    return path.read_bytes()
