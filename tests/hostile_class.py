@@ -19,7 +19,7 @@ The property:
   while the hostile file was checked (a witness of their contents, apart from grade's snapshot), its row reads
   "tampered"; otherwise a file whose answer is wrong or missing never reads "passed";
 - bob passes and kim fails, whatever the hostile file did to their files (rows after it may read "not graded" once
-  the engine's files changed);
+  the engine's files or the checks' temporary folder changed);
 - no process of the student's outlives its check (a daemon's mark once the check is over), the checker's memory is
   never opened (a breach mark), and no check leaves its temporary folder behind;
 - where the student's code runs as nobody (a root grader, student.student_user), every attack is refused: no file
@@ -155,7 +155,7 @@ def scenario(n, scratch):
     problems = []
     if "Traceback" in err or code not in (0, 130):
         problems.append(f"exit {code}: {err.strip()[-500:]}")
-    left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("tensorlab-check-"))
+    left = sorted(p.name for p in tmp.glob("tensorlab-check-*"))  # (none, if the student's code moved tmp away)
     if left:
         problems.append(f"left behind: {left}")
     if (marks / "breach").exists():
@@ -180,9 +180,10 @@ def scenario(n, scratch):
         problems.append(f"{hostile}'s {base} file passed")
     if status == "not graded":  # the checker's own failure: whatever the file does, it gets a verdict
         problems.append(f"{hostile}'s row has no verdict: {rows[hostile]['diagnosis']}")
-    engine_changed = any(path.is_relative_to(engine) for path in changed[hostile] or [])
+    changed_under = changed[hostile] or []  # the engine, or the checks' temporary folder, which every check needs
+    needed = any(path.is_relative_to(engine) or tmp.is_relative_to(path) for path in changed_under)
     for student, expected in (("bob", "passed"), ("kim", "failed")):
-        allowed = {expected, "not graded"} if engine_changed and student > hostile else {expected}
+        allowed = {expected, "not graded"} if needed and student > hostile else {expected}
         if rows[student]["status"] not in allowed:
             problems.append(f"{student}'s row reads {rows[student]['status']!r}: {rows[student]['diagnosis']}")
     return what, problems
