@@ -2,8 +2,8 @@
 
 SUBMISSIONS_DIR holds one folder per student, named after the student, with their exercise files
 in it under the stubs' names (matmul.py, softmax.py, ...). Every exercise that some student handed
-in is graded for every student (a missing file is a row "not handed in"; a symbolic link, or a student's folder that
-is one, fails its row: it is no file of the student's own, and may point at a solution). Every file is read
+in is graded for every student (a missing file is a row "not handed in"; a file that is a symbolic link fails its
+row: it is no file of the student's own, and may point at a solution). Every file is read
 before the first check runs, and each check gets its file's text from that copy, so what one
 student's code does to the files on disk changes no other row. Each check runs here, in this
 process (tensorlab.exercises.runner), and the student's code in a process of its own (an empty

@@ -520,18 +520,22 @@ def test_stub_and_check_on_paths_that_are_no_file_are_one_line(tmp_path):
 
 
 def test_a_link_handed_in_fails_its_row_whatever_it_points_at(tmp_path):
-    """Before: mul.py linked to teachers/solutions/mul.py, or a student's folder linked to teachers/solutions/ (as
-    unzip makes a zip's links), passed every row: grade read through the link."""
+    """Before: mul.py linked to teachers/solutions/mul.py (as unzip makes a zip's links) passed: grade read through
+    the link. A student's folder that is a link (the teacher's layout) is still read."""
     submissions = tmp_path / "submissions"
     (submissions / "mallory").mkdir(parents=True)
     (submissions / "mallory" / "mul.py").symlink_to(SOLUTIONS / "mul.py")
-    (submissions / "eve").symlink_to(SOLUTIONS)
+    (tmp_path / "downloads" / "bob").mkdir(parents=True)
+    (tmp_path / "downloads" / "bob" / "mul.py").write_text((SOLUTIONS / "mul.py").read_text())
+    (submissions / "bob").symlink_to(tmp_path / "downloads" / "bob")
     code, _, errors = run_main("grade", submissions, "--out", tmp_path / "book")
     assert code == 0, errors
     rows = {(r["student"], r["exercise"]): r for r in csv.DictReader((tmp_path / "book.csv").open())}
-    assert rows["mallory", "mul"]["diagnosis"].startswith("mallory/mul.py is a symbolic link"), rows["mallory", "mul"]
-    assert {r["status"] for (student, _), r in rows.items() if student == "eve"} == {"failed"}
-    assert {r["status"] for r in rows.values()} == {"failed", "not handed in"}
+    assert rows["mallory", "mul"]["status"] == "failed", rows["mallory", "mul"]
+    assert rows["mallory", "mul"]["diagnosis"] == (
+        "mallory/mul.py is a symbolic link, not a file of the student's own: hand in the file."
+    )
+    assert rows["bob", "mul"]["status"] == "passed", rows["bob", "mul"]
 
 
 def test_grade_usage_errors_exit_2(tmp_path):

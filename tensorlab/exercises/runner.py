@@ -74,10 +74,11 @@ def check_file(exercise, path, out=print, time_limit=None, seed=None, source=Non
 
 def handed_in_file(path):
     """The bytes of a file handed in for grading (grade, Gradescope), or why it is refused: a symbolic link (to a
-    solution, a classmate's file, /dev/zero), its folder one, or no regular file (a FIFO would never end its read)."""
+    solution, a classmate's file, /dev/zero: unzip makes a zip's links), or no regular file (a FIFO would never end
+    its read). A student's folder may be a link: that is the teacher's layout, not the student's upload."""
     shown = f"{path.parent.name}/{path.name}"
-    if path.is_symlink() or path.parent.is_symlink():
-        return f"{shown} is a symbolic link (or its folder is one), not a file of the student's own: hand in the file."
+    if path.is_symlink():
+        return f"{shown} is a symbolic link, not a file of the student's own: hand in the file."
     if not stat.S_ISREG(path.stat().st_mode):
         return f"{shown} is not a regular file: hand in the file."
     return path.read_bytes()
