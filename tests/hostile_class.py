@@ -25,7 +25,7 @@ The property:
 - where the student's code runs as nobody (a root grader, student.student_user), every attack is refused: no file
   changes and no signal reaches grade.
 Every attack marks that it ran (in a folder no check watches), so a run can show that each did.
-tests/test_hostile_class.py runs 35 scenarios.
+tests/test_hostile_class.py runs 33 scenarios.
 """
 
 import contextlib

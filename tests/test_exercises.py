@@ -566,7 +566,7 @@ def test_assignment_writes_stubs_and_a_readme_without_solutions(capsys, tmp_path
         assert (folder / f"{name}.py").read_text() == (PACKAGE / "catalog" / name / "stub.py").read_text()
         assert "NotImplementedError" in (folder / f"{name}.py").read_text()
     code, out = run(capsys, "assignment", folder)
-    assert code == 2 and "not empty" in out
+    assert code == 2 and "not an empty folder" in out
     # the README's command, run in the students' folder, checks the stub there
     command = next(line for line in readme.splitlines() if "| `value.py` |" in line).split("`")[-2]
     done = subprocess.run(
