@@ -6,7 +6,7 @@ file were drawn too): without the stop of the processes a check leaves behind (s
 outlive their checks (scenarios 103, 115, 122 ...); with the student's process keeping root's right to trace
 (student._cannot_trace), the checker's memory is opened (scenarios 103, 114, 121, 129); without the request numbers
 their answers carry back (Student.call), a file that forks is the checker's failure, "not graded" (scenario 103);
-without grade's snapshot, 16 of the 30 scenarios break it (rows of files that changed the teacher's folders read
+without grade's snapshot, 17 of the 33 scenarios break it (rows of files that changed the teacher's folders read
 "failed", or grade's line after a SIGINT does not name what changed); without the tampering named in that line,
 scenarios 121, 126 and 130 fail; with SIGTERM left to end grade, the run itself ends (143). Graded as root with a
 Python the user nobody can run (a container's, Gradescope's), the student's code runs as nobody and every attack must
