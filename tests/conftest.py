@@ -38,12 +38,22 @@ import pytest  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tensorlab import backend as _backend  # noqa: E402
+from tensorlab import threads as _threads  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/, for the strict_cupy package
 import strict_cupy  # noqa: E402
 
 NO_GPU_REASON = "no CUDA GPU with CuPy available"
 SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"
+
+
+@pytest.fixture(autouse=True)
+def _no_threads_left_behind():
+    """No test leaves tensorlab's pool, or its hold on OpenBLAS's threads, to the next one in its process: a bench step
+    calls use_threads as train.py does, and a stale hold's release would give OpenBLAS this module's one thread back
+    where a later test had given it two (tests/test_fuzz_kernels.py's plant then saw no other bits)."""
+    yield
+    _threads.release()
 
 
 @pytest.fixture(scope="session")
