@@ -145,8 +145,9 @@ def row(student, name, source, hints, time_limit, watched=()):
     report = Report(BY_NAME[name], student / f"{name}.py", hints, show=None)
     before = snapshot(watched)
     code = run(BY_NAME[name], student / f"{name}.py", time_limit, None, report, source=source)
-    changed = list(dict.fromkeys(path for path, _ in sorted(set(before.items()) ^ set(snapshot(watched).items()))))
-    changed = [path for path in changed if os.path.normpath(path) != os.path.abspath(tempfile.gettempdir())]
+    differ = sorted(set(before.items()) ^ set(snapshot(watched).items()))
+    checks_folder = os.path.abspath(tempfile.gettempdir())  # its own entry changes as each check makes its folder there
+    changed = [path for path in dict.fromkeys(p for p, _ in differ) if os.path.normpath(path) != checks_folder]
     tampered = (
         f"TAMPERED: while {name}.py was checked, {len(changed)} files or folders outside its own folder changed "
         f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})"
