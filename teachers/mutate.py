@@ -43,7 +43,9 @@ from tensorlab.exercises.search import students_part
 from tensorlab.exercises.student import Stopped, Student, StudentError
 
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
-UNDOING = re.compile(r"added (to|around)|a term added|minus sign added|\+= for =|-> np.add.at|added$|keepdims -> False")
+UNDOING = re.compile(
+    r"added (to|around)|a term added|minus sign added|\+= for =|-> np.add.at|added$|keepdims -> False|in place"
+)
 TIME_LIMIT = 10.0
 RAISED = "raised: "  # begins the answer to a request the student's code raised on
 RTOL = 1e-9  # answers closer than this (relative to the largest) are the same up to rounding

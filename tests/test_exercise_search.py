@@ -190,6 +190,42 @@ def test_a_slips_kind_is_read_from_the_edit_not_from_the_code_it_quotes(what, ki
     assert search._kind(what) == kind
 
 
+def test_every_edit_of_the_engines_kernels_and_optimizers_is_said_as_a_kind_of_slip():
+    """A generator of edit descriptions no solution holds: the ~100,000 one-change edits of the engine's kernels and
+    optimizers (out=, dtype=, augmented assignments, every call and keyword they use), each said as a kind of slip
+    by search._kind, none left to its last row ("a change"), none raising (a student's `np.square(g, out=g)`
+    once ended the check with StopIteration)."""
+    unnamed = set()
+    for folder in ("kernels", "optim"):
+        for path in sorted((Path(search.TENSORLAB) / folder).glob("*.py")):
+            unnamed.update(what for _, what, _ in edits(path.read_text()) if search._kind(what) == "a change")
+    assert unnamed == set()
+
+
+HYPOT = (SOLUTIONS / "function.py").read_text()
+HYPOT_GRADIENTS = (
+    "        return unbroadcast(gy * self.a / self.y, self.a.shape), unbroadcast(gy * self.b / self.y, self.b.shape)"
+)
+
+
+@pytest.mark.parametrize(
+    "ga, line, kind",
+    [
+        ("ga = common\n        ga *= self.a", "ga *= self.a", "an array changed in place (x *= v)"),
+        ("ga = np.multiply(common, self.a, out=common)", "ga = np.multiply(", "an array overwritten in place (out=)"),
+    ],
+)
+def test_an_array_changed_in_place_that_another_name_holds_is_named(tmp_path, ga, line, kind):
+    """gb reads `common` after ga's update changed it in place: the edit that makes a new array instead names it."""
+    body = f"        common = gy / self.y\n        {ga}\n        gb = common * self.b\n"
+    body += "        return unbroadcast(ga, self.a.shape), unbroadcast(gb, self.b.shape)"
+    assert HYPOT_GRADIENTS in HYPOT
+    source = HYPOT.replace(HYPOT_GRADIENTS, body)
+    code, report = check(tmp_path, source, name="function")
+    number = next(i for i, text in enumerate(source.splitlines(), 1) if text.strip().startswith(line))
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_function.py: {kind}"), report.found
+
+
 def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_path):
     """The search's quick checks try the cases the file failed first (check's `first`): the same cases, each drawn
     from its own number, so each gives the verdict it gives in the full check."""

@@ -1,17 +1,17 @@
 """One-change edits of Python source: the mutation tool's wrong answers, and the checker's way to find a slip.
 
-`edits(source, within)` lists every file that differs from `source` by one change inside the
-functions `within` accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dropped or
-added, `=` for `+=` or back, a constant changed (+1, -1, x2, /2, its sign), a comparison's tie flipped
-(> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis dropped,
-added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log
-abs), a saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in another
-order, a condition negated, a statement dropped.
+`edits(source, within)` lists every file that differs from `source` by one change inside the functions `within`
+accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dropped or added, `=` for `+=` or
+back, an update in place made a new array (x *= v -> x = x * v), a constant changed (+1, -1, x2, /2, its sign), a
+comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
+dropped, added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log abs), a
+saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in another order, a
+condition negated, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
 that is not a name the file reads, an axis changed to one the file no longer holds (unless a
-value holds it that nothing reads any more: `unread`, tried as axes and terms), and a minus
-sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
+value holds it that nothing reads any more: `unread`, tried as axes and terms), an update in place made a new
+array, and a minus sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
 closes much of the second and third: expressions from elsewhere (the checker takes those of the
 engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading))
 + stretched`) put in as a factor, a term or an axis. So
@@ -209,8 +209,13 @@ def _alternatives(node, values, operand, added):
         out.append((f"{SYMBOLS[type(node.op)]} -> {SYMBOLS[new]}", ast.BoolOp(new(), node.values)))
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         out.append(("a minus sign dropped", node.operand))
-    elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
-        out.append((f"= for {SYMBOLS[type(node.op)]}=", ast.Assign([node.target], node.value)))
+    elif isinstance(node, ast.AugAssign):
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            out.append((f"= for {SYMBOLS[type(node.op)]}=", ast.Assign([node.target], node.value)))
+        if not isinstance(node.target, ast.Subscript) and type(node.op) in SYMBOLS:
+            # x *= v changes the array x holds, under every name that holds it; x = x * v makes a new one
+            value = ast.BinOp(ast.parse(ast.unparse(node.target), mode="eval").body, node.op, node.value)
+            out.append((f"{SYMBOLS[type(node.op)]}= in place -> a new array", ast.Assign([node.target], value)))
     elif isinstance(node, ast.Assign) and len(node.targets) == 1 and not isinstance(node.targets[0], ast.Tuple):
         out.append(("+= for =", ast.AugAssign(node.targets[0], ast.Add(), node.value)))
         if isinstance(node.targets[0], ast.Subscript):  # a[i] = v -> np.add.at(a, i, v): repeated indices add up
@@ -272,6 +277,9 @@ def _call_alternatives(node, axes):
             for axis in axes:
                 axis_added = ast.keyword("axis", ast.parse(axis, mode="eval").body)
                 out.append((f"axis={axis} added", ast.Call(node.func, node.args, [axis_added, *node.keywords])))
+                if "keepdims" not in names:  # a reduction over everything where one axis belongs, beside its array
+                    both = [axis_added, *node.keywords, ast.keyword("keepdims", ast.Constant(True))]
+                    out.append((f"axis={axis} and keepdims=True added", ast.Call(node.func, node.args, both)))
     for i, keyword in enumerate(node.keywords):
         others = node.keywords[:i] + node.keywords[i + 1 :]
         out.append((f"{keyword.arg}= dropped", ast.Call(node.func, node.args, others)))

@@ -33,6 +33,9 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("minus sign", "a sign"),
     ("transpose", "a transpose"),
     ("swapaxes", "a transpose"),
+    ("in place", "an array changed in place (x *= v) while another name still holds it"),
+    ("out= dropped", "an array overwritten in place (out=) while it is still needed"),
+    ("axis=", "an axis"),
     ("keepdims", "keepdims"),
     ("axis", "an axis"),
     ("constant", "a constant"),
@@ -54,6 +57,8 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("min", "a reduction"),
     ("(...) dropped", "a function applied (or not)"),
     (" -> ", "an operator"),
+    ("= dropped", "an argument that does not belong there"),
+    ("", "a change"),  # every edit has a kind: one edits.py makes later and no row names is said so, never raises
 ]
 
 
