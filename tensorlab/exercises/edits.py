@@ -4,19 +4,18 @@
 accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dropped or added, `=` for `+=` or
 back, an update in place made a new array (x *= v -> x = x * v), a constant changed (+1, -1, x2, /2, its sign), a
 comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
-dropped, added or changed, a transpose removed or added, a math function dropped or added (sqrt exp log abs), a
-saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in another order, a
-condition negated, a statement dropped.
+dropped, added or changed, a transpose removed, added or of the last two axes only, a chained comparison split, a
+math function dropped or added (sqrt exp log abs), a saved value or a variable swapped for another (self.a ->
+self.b, g -> gy), the returned values in another order, a condition negated, a statement dropped.
 
-Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term
-that is not a name the file reads, an axis changed to one the file no longer holds (unless a
-value holds it that nothing reads any more: `unread`, tried as axes and terms), an update in place made a new
-array, and a minus sign dropped from a call's argument (tests/test_exercise_search.py checks the rest). `ingredients`
-closes much of the second and third: expressions from elsewhere (the checker takes those of the
-engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading))
-+ stretched`) put in as a factor, a term or an axis. So
-teachers/mutate.py makes wrong answers from a solution with it, and the checker (search.py)
-finds, for a wrong file, the one edit that makes it pass: its line and the change name the slip
+Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term that is not a name
+the file reads, an axis changed to one the file no longer holds (unless a value holds it that nothing reads any
+more: `unread`, tried as axes and terms), an update in place made a new array, a chained comparison split, .T made a
+swap of the last two axes, and a minus sign dropped from a call's argument (tests/test_exercise_search.py checks the
+rest). `ingredients` closes much of the second and third: expressions from elsewhere (the checker takes those of the
+engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading)) + stretched`)
+put in as a factor, a term or an axis. So teachers/mutate.py makes wrong answers from a solution with it, and the
+checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the change name the slip
 in the student's own code, whether anyone wrote that slip down or not.
 """
 
@@ -231,12 +230,18 @@ def _alternatives(node, values, operand, added):
         new = TIES[type(node.ops[0])]
         what = f"{SYMBOLS[type(node.ops[0])]} -> {SYMBOLS[new]}"
         out.append((what, ast.Compare(node.left, [new()], node.comparators)))
+    elif isinstance(node, ast.Compare) and len(node.ops) == 2:  # low <= x <= high asks an array for one True/False
+        low, high = (
+            ast.Compare(a, [op], [b]) for a, op, b in zip([node.left, *node.comparators], node.ops, node.comparators)
+        )
+        out.append(("a chained comparison -> (a) & (b)", ast.BinOp(low, ast.BitAnd(), high)))
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
         out += [
             (f"the variable {node.id} -> {other}", ast.Name(other, ast.Load())) for other in names if other != node.id
         ]
     elif isinstance(node, ast.Attribute) and node.attr == "T":
         out.append(("a transpose removed (.T)", node.value))
+        out.append((".T -> .swapaxes(-1, -2)", _method(node.value, "swapaxes", -1, -2)))  # .T reverses every axis
     elif on_self(node) and isinstance(node.ctx, ast.Load) and node.attr in saved:
         for other in saved:
             if other != node.attr:

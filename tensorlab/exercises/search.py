@@ -31,6 +31,8 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("returned values", "the order of the returned values"),
     ("np.add.at", "repeated indices, which must add up"),
     ("minus sign", "a sign"),
+    (".T -> ", "a transpose: .T reverses every axis, and a batch of matrices turns with .swapaxes(-1, -2)"),
+    ("chained comparison", "a comparison chained (a <= x <= b), which asks an array for one True or False"),
     ("transpose", "a transpose"),
     ("swapaxes", "a transpose"),
     ("in place", "an array changed in place (x *= v) while another name still holds it"),

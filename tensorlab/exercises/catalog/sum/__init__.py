@@ -4,6 +4,8 @@ The reductions' shared cases (every axis/keepdims setting on a (3, 4, 5) input, 
 hints live here; mean and var use them.
 """
 
+import re
+
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case
@@ -29,8 +31,10 @@ REDUCTION_SHAPE_HINT = (
 
 
 def reduction_error_hint(lines, case):
-    """A reduction's backward that raised: gy without its reduced axes, or self.axis where self.axes belongs."""
-    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims"):
+    """A reduction's backward that raised: gy without its reduced axes (said only of a line that reads gy, when the
+    error names one), or self.axis where self.axes belongs."""
+    code = lines[2] if len(lines) > 2 and lines[1].lstrip().startswith("at line ") else "gy"
+    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims") and re.search(r"\bgy\b", code):
         return [
             "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
             "first, np.expand_dims(gy, self.axes), then copy along them."
