@@ -258,6 +258,22 @@ def test_a_file_that_raises_on_arrays_is_named_by_the_edit_that_fixes_it(tmp_pat
     assert "gy lost" not in str([case.lines for case in report.cases])
 
 
+def test_an_exp_that_overflows_is_named_by_the_max_subtracted(tmp_path):
+    """A backward that recomputes softmax as exp(x) / sum: NaN at logits near 1,000, and the edit that subtracts the
+    row's max names it (a NaN's list of causes is a guess, so the search runs)."""
+    solution = (SOLUTIONS / "log_softmax_nll.py").read_text()
+    saved, recomputed = "self.p, self.targets = np.exp(log_p), targets", "        gx = self.p.copy()"
+    assert saved in solution and recomputed in solution
+    source = solution.replace(saved, f"{saved}\n        self.logits = logits")
+    source = source.replace(
+        recomputed, "        e = np.exp(self.logits)\n        gx = e / e.sum(axis=-1, keepdims=True)"
+    )
+    code, report = check(tmp_path, source, name="log_softmax_nll")
+    number = source.splitlines().index("        e = np.exp(self.logits)") + 1
+    assert any("NaN" in line for case in report.cases for line in case.lines)
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_log_softmax_nll.py: exp of a large value")
+
+
 def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_path):
     """The search's quick checks try the cases the file failed first (check's `first`): the same cases, each drawn
     from its own number, so each gives the verdict it gives in the full check."""

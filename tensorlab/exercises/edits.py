@@ -5,8 +5,9 @@ accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dr
 back, an update in place made a new array (x *= v -> x = x * v), a constant changed (+1, -1, x2, /2, its sign), a
 comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
 dropped, added or changed, a transpose removed, added or of the last two axes only, a chained comparison split, a
-math function dropped or added (sqrt exp log abs), a saved value or a variable swapped for another (self.a ->
-self.b, g -> gy), the returned values in another order, a condition negated, a statement dropped.
+math function dropped or added (sqrt exp log abs), the max subtracted inside exp, a saved value or a variable
+swapped for another (self.a -> self.b, g -> gy), the returned values in another order, a condition negated, a
+statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term that is not a name
 the file reads, an axis changed to one the file no longer holds (unless a value holds it that nothing reads any
@@ -209,6 +210,7 @@ def _alternatives(node, values, operand, added):
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         out.append(("a minus sign dropped", node.operand))
     elif isinstance(node, ast.AugAssign):
+        out.append((f"a statement dropped: {ast.unparse(node)}", ast.Pass()))
         if isinstance(node.op, (ast.Add, ast.Sub)):
             out.append((f"= for {SYMBOLS[type(node.op)]}=", ast.Assign([node.target], node.value)))
         if not isinstance(node.target, ast.Subscript) and type(node.op) in SYMBOLS:
@@ -271,6 +273,11 @@ def _call_alternatives(node, axes):
         out.append(("pop(0) -> pop()", ast.Call(node.func, [], [])))
     if attr in REDUCTIONS or attr in ("swapaxes", "transpose") or attr in DROPPABLE:
         out.append((f".{attr}(...) dropped", target))
+    if on_numpy and attr == "exp" and len(node.args) == 1:  # exp(x) overflows past x = 709; exp(x - max) never
+        shown = ast.unparse(target)
+        for axis in axes:
+            shifted = ast.parse(f"({shown}) - ({shown}).max(axis={axis}, keepdims=True)", mode="eval").body
+            out.append((f"the max subtracted inside np.exp (axis={axis})", ast.Call(node.func, [shifted], [])))
     if attr in REDUCTIONS:
         swapped = ast.Call(ast.Attribute(node.func.value, REDUCTIONS[attr], ast.Load()), node.args, node.keywords)
         out.append((f"{attr} -> {REDUCTIONS[attr]}", swapped))

@@ -35,6 +35,10 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("chained comparison", "a comparison chained (a <= x <= b), which asks an array for one True or False"),
     ("transpose", "a transpose"),
     ("swapaxes", "a transpose"),
+    (
+        "max subtracted",
+        "exp of a large value, which overflows: subtract each row's max first (softmax does not change)",
+    ),
     ("in place", "an array changed in place (x *= v) while another name still holds it"),
     ("out= dropped", "an array overwritten in place (out=) while it is still needed"),
     ("axis=", "an axis"),
@@ -42,7 +46,7 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("axis", "an axis"),
     ("constant", "a constant"),
     ("condition", "a condition"),
-    ("statement", "a statement"),
+    ("statement", "a statement that does not belong there"),
     ("self.", "a saved value (another one belongs there)"),
     ("pop(", "the end of the stack a node is taken from"),
     ("= for", "= and +="),
@@ -111,12 +115,13 @@ def _passes(exercise, student, text, seed, first):
 
 def _rank(what, unused, line):
     """A value the file made (or was given) and never read, put back as a term, first (`unused`: edits.unread); then
-    swaps, flips, changed arguments and a term the edited line reads elsewhere; whole functions and reductions
-    added, terms put back from the engine's formulas; the file's other names as terms, last."""
+    swaps, flips and changed arguments; terms, statements and functions dropped; a term the edited line reads
+    elsewhere; whole functions and reductions added, terms put back from the engine's formulas; the file's other
+    names as terms, last."""
     if what.startswith("a term added"):
         term = what.rsplit(" ", 1)[1]
-        return 0 if what.endswith(unused) else 1 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 3
-    if "added to" in what or what.startswith(("a term dropped", "a statement dropped", "a term put back")):
+        return 0 if what.endswith(unused) else 1.5 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 3
+    if "added to" in what or what.startswith("a term put back"):
         return 2
     return 1 if "added around" in what or "dropped" in what or what.startswith("the variable") else 0
 
