@@ -274,6 +274,21 @@ def test_an_exp_that_overflows_is_named_by_the_max_subtracted(tmp_path):
     assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_log_softmax_nll.py: exp of a large value")
 
 
+def test_a_term_that_does_not_belong_is_dropped_not_cancelled(tmp_path):
+    """ga divided by n, the batch size, once too often: the search drops the division where it is, rather than
+    multiplying by n again beside it (an edit that cancels the slip and names it 'a term left out')."""
+    solution = (SOLUTIONS / "matmul.py").read_text()
+    assert "        return gy @ self.b.T, self.a.T @ gy" in solution
+    averaged = "        n = gy.shape[0]\n        return gy @ self.b.T / n, self.a.T @ gy"
+    _, report = check(
+        tmp_path, solution.replace("        return gy @ self.b.T, self.a.T @ gy", averaged), name="matmul"
+    )
+    assert (
+        report.found[1]
+        == f"{CHANGE}a term dropped: gy @ self.b.T / n -> gy @ self.b.T, in `{averaged.split(chr(10))[1].strip()}`."
+    )
+
+
 def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_path):
     """The search's quick checks try the cases the file failed first (check's `first`): the same cases, each drawn
     from its own number, so each gives the verdict it gives in the full check."""

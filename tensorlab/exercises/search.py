@@ -115,14 +115,16 @@ def _passes(exercise, student, text, seed, first):
 
 def _rank(what, unused, line):
     """A value the file made (or was given) and never read, put back as a term, first (`unused`: edits.unread); then
-    swaps, flips and changed arguments; terms, statements and functions dropped; a term the edited line reads
-    elsewhere; whole functions and reductions added, terms put back from the engine's formulas; the file's other
-    names as terms, last."""
+    swaps, flips and changed arguments; terms and functions dropped where they are used; statements dropped; a term
+    the edited line reads elsewhere; whole functions and reductions added, terms put back from the engine's formulas;
+    the file's other names as terms, last."""
     if what.startswith("a term added"):
         term = what.rsplit(" ", 1)[1]
-        return 0 if what.endswith(unused) else 1.5 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 3
-    if "added to" in what or what.startswith("a term put back"):
+        return 0 if what.endswith(unused) else 3 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 5
+    if what.startswith("a statement dropped"):
         return 2
+    if "added to" in what or what.startswith("a term put back"):
+        return 4
     return 1 if "added around" in what or "dropped" in what or what.startswith("the variable") else 0
 
 
