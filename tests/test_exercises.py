@@ -9,6 +9,7 @@ hung case is stopped and that Ctrl-C prints one line. A planted mistake is a ref
 written to tmp_path; `plant` fails loudly if a line is no longer there.
 """
 
+import itertools
 import shutil
 import signal
 import subprocess
@@ -1174,3 +1175,31 @@ def test_a_forward_that_returns_none_is_not_blamed_on_backward(monkeypatch):
     a = np.ones((3, 4))
     answer = child._op("Hypot", {}, [a, 2 * a], np.ones((3, 4)))
     assert "later_error" not in answer and answer["changed"] == [] and answer["y"] is None
+
+
+def test_any_two_adamw_slips_at_once_are_named_by_slips_that_reproduce_the_numbers():
+    """A generator over every pair of AdamW's known slips, on both cases' settings at step 2: the step made with
+    the two slips at once is diagnosed, and the slips named reproduce its numbers (one of them alone, or the two
+    together): never "None of the usual slips fits" for two slips the checker knows one by one."""
+    from tensorlab.exercises.catalog import adamw
+
+    rng = np.random.default_rng(7)
+    for settings in adamw.CASES:
+        state = (
+            rng.standard_normal(adamw.SHAPE),
+            0.1 * rng.standard_normal(adamw.SHAPE),
+            0.01 * rng.random(adamw.SHAPE),
+        )
+        grad = rng.standard_normal(adamw.SHAPE)
+        right = adamw._adamw(*state, grad, 2, **settings)
+        for pair in itertools.combinations(adamw.SLIPS, 2):
+            with np.errstate(all="ignore"):
+                result = adamw._adamw(*state, grad, 2, slips=pair, **settings)
+                if all(adamw._close(r, e) for r, e in zip(result, right)):
+                    continue  # the two slips cancel here
+                lines = adamw._diagnose(2, state, grad, settings, result, right)
+                named = tuple(slip for slip, says in adamw.SLIPS.items() if says in lines)
+                tried = [(slip,) for slip in named] + [named]
+                assert any(
+                    adamw._matches(adamw._adamw(*state, grad, 2, slips=s, **settings), result, right) for s in tried
+                ), (pair, lines)

@@ -6,10 +6,11 @@ with its own settings (the second has large lr, weight decay and eps and unusual
 that every slip changes the numbers). At every step the student's function gets the right
 state from before the step, so the first step that goes wrong is diagnosed on its own:
 which of param, m and v is off, by how much, and which known slip reproduces the student's
-numbers exactly (each slip is AdamW with one thing changed; see SLIPS).
+numbers exactly (each slip is AdamW with one thing changed; see SLIPS), or two of them at once.
 """
 
 from functools import partial
+from itertools import combinations
 
 import numpy as np
 
@@ -142,9 +143,17 @@ def _diagnose(t, state, grad, settings, result, right):
     if len(order) >= 2:
         return lines + ["Some of what you returned matches another quantity: return them in the order (param, m, v)."]
     with np.errstate(all="ignore"):  # some slips divide by zero or take the square root of a negative v
-        slips = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slip=slip, **settings), result, right)]
-    if slips:
-        return lines + [SLIPS[slip] for slip in slips[:2]]
+        ones = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slips=(slip,), **settings), result, right)]
+        made = ones[:2] or next(  # or two slips at once: both moments' betas swapped, both returned corrected
+            (
+                pair
+                for pair in combinations(SLIPS, 2)
+                if _matches(_adamw(*state, grad, t, slips=pair, **settings), result, right)
+            ),
+            (),
+        )
+    if made:
+        return lines + [SLIPS[slip] for slip in made]
     if not all(np.all(np.isfinite(r)) for r in result):
         return lines + [
             "Your result holds NaN or inf. Is a bias correction 1 - beta**step zero, or is "
@@ -163,34 +172,35 @@ def _matches(candidate, result, right):
     )
 
 
-def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slip=None):
-    """One AdamW step with one named slip (None: the right step), for recognising what a student did."""
+def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
+    """One AdamW step with the named slips made (none: the right step), for recognising what a student did."""
     b1, b2 = betas
-    if slip == "ignores_state":
+
+    def made(table, right):  # the value of the first slip made that `table` names, else the right one
+        return next((value for slip, value in table.items() if slip in slips), right)
+
+    if "ignores_state" in slips:
         m, v = np.zeros_like(m), np.zeros_like(v)
-    if slip == "l2":
+    if "l2" in slips:
         grad = grad + weight_decay * param
-    decay = {"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}.get(
-        slip, lr * weight_decay
-    )
+    decay = made({"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}, lr * weight_decay)
     p = param - decay * param
-    m = (1 - b1) * m + b1 * grad if slip == "m_betas" else b1 * m + (1 - b1) * grad
-    square = {"v_not_squared": grad, "v_abs": np.abs(grad)}.get(slip, grad * grad)
-    v = (1 - b2) * v + b2 * square if slip == "v_betas" else b2 * v + (1 - b2) * square
-    n = {"step_plus_one": t + 1, "step_minus_one": t - 1}.get(slip, t)
-    power1 = b1 * n if slip in ("power_as_product", "power_as_product1") else b1**n
-    power2 = b2 * n if slip == "power_as_product" else (b1 if slip == "v_correction_beta1" else b2) ** n
-    m_hat = m if slip in ("no_bias_correction", "no_bias_correction1") else m / (1 - power1)
-    v_hat = v if slip in ("no_bias_correction", "no_bias_correction2") else v / (1 - power2)
-    if slip == "eps_inside_sqrt":
+    m = (1 - b1) * m + b1 * grad if "m_betas" in slips else b1 * m + (1 - b1) * grad
+    square = made({"v_not_squared": grad, "v_abs": np.abs(grad)}, grad * grad)
+    v = (1 - b2) * v + b2 * square if "v_betas" in slips else b2 * v + (1 - b2) * square
+    n = made({"step_plus_one": t + 1, "step_minus_one": t - 1}, t)
+    power1 = b1 * n if {"power_as_product", "power_as_product1"} & set(slips) else b1**n
+    power2 = b2 * n if "power_as_product" in slips else (b1 if "v_correction_beta1" in slips else b2) ** n
+    m_hat = m if {"no_bias_correction", "no_bias_correction1"} & set(slips) else m / (1 - power1)
+    v_hat = v if {"no_bias_correction", "no_bias_correction2"} & set(slips) else v / (1 - power2)
+    if "eps_inside_sqrt" in slips:
         denominator = np.sqrt(v_hat + eps)
     else:
-        denominator = (v_hat if slip == "no_sqrt" else np.sqrt(v_hat)) + eps
-    step = {"update_sign": -lr, "no_lr": 1.0}.get(slip, lr) * m_hat / denominator
-    p = p - step
-    if slip == "decay_after":
+        denominator = (v_hat if "no_sqrt" in slips else np.sqrt(v_hat)) + eps
+    p = p - made({"update_sign": -lr, "no_lr": 1.0}, lr) * m_hat / denominator
+    if "decay_after" in slips:
         p = p - lr * weight_decay * p
-    return p, m_hat if slip == "returns_m_hat" else m, v_hat if slip == "returns_v_hat" else v
+    return p, m_hat if "returns_m_hat" in slips else m, v_hat if "returns_v_hat" in slips else v
 
 
 def _close(a, b):
