@@ -14,6 +14,7 @@ import pytest
 from exercise_mistakes import MISTAKES
 
 from tensorlab.exercises import BY_NAME, search
+from tensorlab.exercises import report as report_module
 from tensorlab.exercises.check import check as check_cases
 from tensorlab.exercises.edits import edits
 from tensorlab.exercises.report import CHANGE, FOUND, Report
@@ -287,6 +288,24 @@ def test_a_term_that_does_not_belong_is_dropped_not_cancelled(tmp_path):
         report.found[1]
         == f"{CHANGE}a term dropped: gy @ self.b.T / n -> gy @ self.b.T, in `{averaged.split(chr(10))[1].strip()}`."
     )
+
+
+def test_a_case_nothing_explains_is_searched_though_another_names_a_slip(tmp_path):
+    """keepdims' condition inverted: the cases with keepdims=False raise (nothing reads it: the line does not read gy),
+    those with keepdims=True get an extra axis, which reads as a missing sum. A slip named in one case while another
+    is unexplained is not yet the file's: the search runs, and finds the condition."""
+    solution = (SOLUTIONS / "mean.py").read_text()
+    old = "        if not self.keepdims:\n            gy = np.expand_dims(gy, self.axes)"
+    new = "        g = gy\n        if self.keepdims:\n            g = np.expand_dims(g, self.axes)"
+    assert old in solution
+    copied = "        return np.broadcast_to(gy / n, self.x_shape).copy()"
+    assert copied in solution
+    source = solution.replace(old, new).replace(copied, "        return np.ones(self.x_shape) * g / n")
+    code, report = check(tmp_path, source, name="mean")
+    levels = {report_module.specific(case.lines) for case in report.cases if not case.passed}
+    assert levels == {0, 2}  # one case raised unexplained, another names a slip (not the file's)
+    number = source.splitlines().index("        if self.keepdims:") + 1
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_mean.py: a condition"), report.found
 
 
 def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_path):

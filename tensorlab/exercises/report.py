@@ -192,12 +192,13 @@ class Report:
         return " ".join([said, *self._detail(self.found)])  # and the slip the search found (search.py)
 
     def names_the_slip(self):
-        """True when the check says what the slip is: a failed case names it (`specific`, its table aside; a Why:
-        line explaining what the code raised) and none says only facts, the cases fail exactly where keepdims=True,
-        or the search found the one edit that fixes the file. A slip named in one case while another has only facts
-        (a sum that fixes one case's shape) is what that case shows, not yet the slip of the file."""
+        """True when the check says what the slip is: every failed case names it (`specific`, its table aside; a
+        Why: line explaining what the code raised), the cases fail exactly where keepdims=True, or the search found
+        the one edit that fixes the file. A slip named in one case while another has only facts or nothing that
+        explains it (a sum that fixes one case's shape, while another raised) is what that case shows, not yet the
+        slip of the file."""
         levels = {specific(_explained(case)) for case in self.cases if not case.passed}
-        return bool(self.found) or KEEPDIMS_NOTE in self.general or (2 in levels and 1 not in levels)
+        return bool(self.found) or KEEPDIMS_NOTE in self.general or levels == {2}
 
     def record(self, code):
         """The check as one JSON-ready dict; `code` is its exit code."""

@@ -37,7 +37,8 @@ def reduction_error_hint(lines, case):
     if "could not be broadcast" in lines[0] and not case.settings.get("keepdims") and re.search(r"\bgy\b", code):
         return [
             "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
-            "first, np.expand_dims(gy, self.axes), then copy along them."
+            "first, np.expand_dims(gy, self.axes), then copy along them. If your code does, look at the condition "
+            "it does it under: it must run when keepdims is False."
         ]
     if "NoneType" in lines[0] and case.settings.get("axis", 0) is None:
         return [
