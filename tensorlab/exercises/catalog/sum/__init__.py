@@ -4,7 +4,7 @@ The reductions' shared cases (every axis/keepdims setting on a (3, 4, 5) input, 
 hints live here; mean and var use them.
 """
 
-import re
+import ast
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
@@ -31,10 +31,10 @@ REDUCTION_SHAPE_HINT = (
 
 
 def reduction_error_hint(lines, case):
-    """A reduction's backward that raised: gy without its reduced axes (said only of a line that reads gy, when the
-    error names one), or self.axis where self.axes belongs."""
-    code = lines[2] if len(lines) > 2 and lines[1].lstrip().startswith("at line ") else "gy"
-    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims") and re.search(r"\bgy\b", code):
+    """A reduction's backward that raised: gy without its reduced axes (not said of a line that reads only what
+    forward saved: gy is not in it), or self.axis where self.axes belongs."""
+    code = lines[2].strip() if len(lines) > 2 and lines[1].lstrip().startswith("at line ") else ""
+    if "could not be broadcast" in lines[0] and not case.settings.get("keepdims") and _may_read_gy(code):
         return [
             "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
             "first, np.expand_dims(gy, self.axes), then copy along them. If your code does, look at the condition "
@@ -46,6 +46,16 @@ def reduction_error_hint(lines, case):
             "axes forward worked out (all of them for axis=None)."
         ]
     return []
+
+
+def _may_read_gy(code):
+    """Whether the line of code may read gy: it reads a name other than self and NumPy's (or cannot be parsed)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return bool(read - {"self", "np", "math"}) or not code
 
 
 def reduction(name, op, graph, lesson, hint=None):
