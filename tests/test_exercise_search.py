@@ -291,9 +291,9 @@ def test_a_term_that_does_not_belong_is_dropped_not_cancelled(tmp_path):
 
 
 def test_a_case_nothing_explains_is_searched_though_another_names_a_slip(tmp_path):
-    """keepdims' condition inverted: the cases with keepdims=False raise (nothing reads it: the line does not read gy),
-    those with keepdims=True get an extra axis, which reads as a missing sum. A slip named in one case while another
-    is unexplained is not yet the file's: the search runs, and finds the condition."""
+    """keepdims' condition inverted: the cases with keepdims=False raise (gy lost its axes), one with keepdims=True
+    raises with nothing to explain it, the others get an extra axis, which reads as a missing sum. A slip named in
+    one case while another is unexplained is not yet the file's: the search runs, and finds the condition."""
     solution = (SOLUTIONS / "mean.py").read_text()
     old = "        if not self.keepdims:\n            gy = np.expand_dims(gy, self.axes)"
     new = "        g = gy\n        if self.keepdims:\n            g = np.expand_dims(g, self.axes)"
@@ -303,7 +303,7 @@ def test_a_case_nothing_explains_is_searched_though_another_names_a_slip(tmp_pat
     source = solution.replace(old, new).replace(copied, "        return np.ones(self.x_shape) * g / n")
     code, report = check(tmp_path, source, name="mean")
     levels = {report_module.specific(case.lines) for case in report.cases if not case.passed}
-    assert levels == {0, 2}  # one case raised unexplained, another names a slip (not the file's)
+    assert levels == {0, 2}  # a case raised unexplained, others name a slip (not the file's)
     number = source.splitlines().index("        if self.keepdims:") + 1
     assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_mean.py: a condition"), report.found
 
