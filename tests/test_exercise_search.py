@@ -229,13 +229,20 @@ def test_an_array_changed_in_place_that_another_name_holds_is_named(tmp_path, ga
 
 
 @pytest.mark.parametrize(
-    "name, old, new, kind",
+    "name, old, new, at, kind",
     [
-        ("causal_attention", "gv = p.swapaxes(-1, -2) @ gy", "gv = p.T @ gy", "a transpose: .T reverses every axis"),
+        (
+            "causal_attention",
+            "gv = p.swapaxes(-1, -2) @ gy",
+            "gv = p.T @ gy",
+            "gv =",
+            "a transpose: .T reverses every axis",
+        ),
         (
             "ties",
             "(self.low <= self.x) & (self.x <= self.high)",
             "self.low <= self.x <= self.high",
+            "return gy *",
             "a comparison chained",
         ),
         (
@@ -243,18 +250,33 @@ def test_an_array_changed_in_place_that_another_name_holds_is_named(tmp_path, ga
             "return gy * 2 * self.centered / self.dof",
             "centered = self.centered - self.centered.mean(axis=self.axis)\n"
             "        return gy * 2 * centered / self.dof",
+            "centered =",
             "keepdims",  # not the hint that gy lost its axes: the line that raised does not read gy
+        ),
+        ("softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)", "np.sum(gy * self.y)", "return", "an axis"),
+        (
+            "exp_log",
+            "return gy * self.y",
+            "g = gy * self.y\n        g *= self.y\n        return g",
+            "g *=",
+            "a statement",
         ),
     ],
 )
-def test_a_file_that_raises_on_arrays_is_named_by_the_edit_that_fixes_it(tmp_path, name, old, new, kind):
-    """.T on a batch of matrices, `low <= x <= high` on an array: NumPy raises, and the one edit that fixes it names
-    the slip at its line."""
+def test_a_slip_numpy_makes_easy_is_named_by_the_edit_that_fixes_it(tmp_path, name, old, new, at, kind):
+    """.T on a batch of matrices, `low <= x <= high` on an array, a mean without keepdims (NumPy raises), a sum over
+    every axis where one belongs, an update that does not belong: the one edit that fixes it names the slip at its
+    line (the first in the backward that starts with `at`)."""
     solution = (SOLUTIONS / f"{name}.py").read_text()
     assert old in solution
     source = solution.replace(old, new)
     code, report = check(tmp_path, source, name=name)
-    number = next(i for i, text in enumerate(source.splitlines(), 1) if new.splitlines()[0] in text)
+    backward = source.index("def backward")
+    number = next(
+        i
+        for i, t in enumerate(source.splitlines(), 1)
+        if t.strip().startswith(at) and i > source[:backward].count("\n")
+    )
     assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_{name}.py: {kind}"), report.found
     assert "gy lost" not in str([case.lines for case in report.cases])
 
