@@ -142,16 +142,13 @@ def _diagnose(t, state, grad, settings, result, right):
     order = [QUANTITIES[j] for i in range(3) for j in range(3) if _close(result[i], right[j]) and i != j]
     if len(order) >= 2:
         return lines + ["Some of what you returned matches another quantity: return them in the order (param, m, v)."]
-    with np.errstate(all="ignore"):  # some slips divide by zero or take the square root of a negative v
-        ones = [slip for slip in SLIPS if _matches(_adamw(*state, grad, t, slips=(slip,), **settings), result, right)]
-        made = ones[:2] or next(  # or two slips at once: both moments' betas swapped, both returned corrected
-            (
-                pair
-                for pair in combinations(SLIPS, 2)
-                if _matches(_adamw(*state, grad, t, slips=pair, **settings), result, right)
-            ),
-            (),
-        )
+
+    def fits(slips):
+        with np.errstate(all="ignore"):  # some slips divide by zero or take the square root of a negative v
+            return _matches(_adamw(*state, grad, t, slips=slips, **settings), result, right)
+
+    # one slip (two, if two fit), or two slips at once: both moments' betas swapped, both returned corrected
+    made = [slip for slip in SLIPS if fits((slip,))][:2] or next(filter(fits, combinations(SLIPS, 2)), ())
     if made:
         return lines + [SLIPS[slip] for slip in made]
     if not all(np.all(np.isfinite(r)) for r in result):
@@ -174,7 +171,7 @@ def _matches(candidate, result, right):
 
 def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
     """One AdamW step with the named slips made (none: the right step), for recognising what a student did."""
-    b1, b2 = betas
+    b1, b2, slips = *betas, set(slips)
 
     def made(table, right):  # the value of the first slip made that `table` names, else the right one
         return next((value for slip, value in table.items() if slip in slips), right)
@@ -189,10 +186,10 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
     square = made({"v_not_squared": grad, "v_abs": np.abs(grad)}, grad * grad)
     v = (1 - b2) * v + b2 * square if "v_betas" in slips else b2 * v + (1 - b2) * square
     n = made({"step_plus_one": t + 1, "step_minus_one": t - 1}, t)
-    power1 = b1 * n if {"power_as_product", "power_as_product1"} & set(slips) else b1**n
+    power1 = b1 * n if {"power_as_product", "power_as_product1"} & slips else b1**n
     power2 = b2 * n if "power_as_product" in slips else (b1 if "v_correction_beta1" in slips else b2) ** n
-    m_hat = m if {"no_bias_correction", "no_bias_correction1"} & set(slips) else m / (1 - power1)
-    v_hat = v if {"no_bias_correction", "no_bias_correction2"} & set(slips) else v / (1 - power2)
+    m_hat = m if {"no_bias_correction", "no_bias_correction1"} & slips else m / (1 - power1)
+    v_hat = v if {"no_bias_correction", "no_bias_correction2"} & slips else v / (1 - power2)
     if "eps_inside_sqrt" in slips:
         denominator = np.sqrt(v_hat + eps)
     else:
