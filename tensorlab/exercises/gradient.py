@@ -16,7 +16,8 @@ gradients saved from an earlier run do not fit. For every case:
    A derived formula agrees to about 1e-15; central differences in float64 reach 1e-11 to
    1e-9 on these ops, so they fail, and an answer that is right only to that accuracy is named
    as finite differences (diagnose.py);
-4. for a wrong input: the case's own slips (slips.py, each reproduced and compared), the
+4. for a wrong input: the case's own slips (slips.py, each reproduced and compared), a setting
+   the backward ignores (the right gradient for another correction, axis or eps), the
    general ones `diagnose` recognises, and the stage comparison (the student's variables
    against the reference's stages: which step first goes wrong); then the comparison's table;
 5. the same backward with 2 * gy, for a wrong answer: a gradient that does not double ignores gy;
@@ -118,6 +119,15 @@ def _check_case(case, student, inputs, reference):
     ):
         lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
         named.update(dict.fromkeys(explains, slip.name))
+    setting = _other_setting(case, inputs, reference, yours, [n for n in wrong if n not in named], context.close)
+    if setting:
+        explains, key, value = setting
+        lines.append(
+            f"{' and '.join(repr(n) for n in explains)}: your gradient is the right one for {key}={value!r}, but "
+            f"this case has {key}={case.settings[key]!r}: your backward uses {key}={value!r} whatever the op was "
+            f"built with. Use the {key} __init__ saved (or what forward worked out from it)."
+        )
+        named.update(dict.fromkeys(explains, "setting"))
     if case.probe and not ignored:
         probed = case.probe(lambda g: _student_op(case, student, inputs, g, reference.y)[1], inputs)
         lines += probed
@@ -370,6 +380,38 @@ def _try_fixes(case, inputs, grads, fixes, reference):
         "That alone is not enough: after the change some values are still wrong. Fix the shape, then "
         "check again to see what else is off."
     ]
+
+
+def _other_setting(case, inputs, reference, yours, wrong, close):
+    """(inputs, key, value) for the `wrong` inputs whose gradient is the right one had the op been built with another
+    value of one setting (correction=1 for 0, the last axis for the first, eps=0): a backward that does not read
+    what the op was built with; else None. A value that changes the output's shape (keepdims) cannot be tried."""
+
+    def same_gy(shape):
+        if tuple(shape) != reference.gy.shape:
+            raise ValueError("another output shape")
+        return reference.gy
+
+    for key, value in case.settings.items():
+        for other in _other_values(value):
+            try:
+                with np.errstate(all="ignore"):
+                    s = stages.reference(case.graph, case.names, inputs, {**case.settings, key: other}, same_gy)
+            except Exception:  # noqa: BLE001 (a value the graph refuses, or another output shape: not this slip)
+                continue
+            explains = [n for n in wrong if close(yours[n], s.grad[n]) and not close(s.grad[n], reference.grad[n])]
+            if explains:
+                return explains, key, other
+    return None
+
+
+def _other_values(value):
+    """The values a backward that ignores a setting commonly has instead: the usual axes and corrections, no eps or
+    the usual ones, the unit limits."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []  # keepdims changes the output's shape; a tuple of axes or None has no usual stand-in
+    usual = (-1, 0, 1, 2) if isinstance(value, int) else (0.0, 1e-5, 1e-6, 1e-8, -1.0, 1.0)
+    return [v for v in usual if v != value]
 
 
 def _ignoring_gy(case, student, inputs, gy, grads, expected, wrong):
