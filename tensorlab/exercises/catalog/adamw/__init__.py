@@ -58,6 +58,8 @@ SLIPS = {
     "1 - b1 ** step (beta1 to the power step).",
     "power_as_product": "Your bias corrections multiply where they raise to a power: 1 - b1 * step instead of "
     "1 - b1 ** step (and 1 - b2 ** step).",
+    "power_of_difference": "Your bias corrections raise 1 - beta to the power step, (1 - beta1)**step, where only "
+    "beta is raised: 1 - beta1**step (and 1 - beta2**step). The two agree at step 1 only.",
     "update_sign": "Your update has the wrong sign: it adds lr * m_hat / (sqrt(v_hat) + eps) to param; a step "
     "goes against the gradient, so subtract it.",
     "no_lr": "The update is missing the learning rate: param = param - lr * m_hat / (sqrt(v_hat) + eps).",
@@ -188,6 +190,8 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
     n = made({"step_plus_one": t + 1, "step_minus_one": t - 1}, t)
     power1 = b1 * n if {"power_as_product", "power_as_product1"} & slips else b1**n
     power2 = b2 * n if "power_as_product" in slips else (b1 if "v_correction_beta1" in slips else b2) ** n
+    if "power_of_difference" in slips:  # 1 - power = (1 - b)**n
+        power1, power2 = 1 - (1 - b1) ** n, 1 - (1 - b2) ** n
     m_hat = m if {"no_bias_correction", "no_bias_correction1"} & slips else m / (1 - power1)
     v_hat = v if {"no_bias_correction", "no_bias_correction2"} & slips else v / (1 - power2)
     if "eps_inside_sqrt" in slips:

@@ -32,10 +32,11 @@ def _scores_up_to_1000(*shape):
     return make
 
 
-def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None):
+def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None, leaks=False):
     """The attention gradients with pieces replaced.
 
-    The pieces: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP), g_p(gy, v).
+    The pieces: gq(gS, k, scale), gk(gS, q, scale), gv(P, gy), g_s(P, gP), g_p(gy, v); g_s's gS is 0 where the mask
+    hides a key, unless it `leaks` (a formula whose gP term is not multiplied by P).
     """
 
     def compute(s):
@@ -45,7 +46,8 @@ def _attention(gq=None, gk=None, gv=None, g_s=None, g_p=None):
         if g_s is None and g_p is None:
             gS = s.grad["S"]
         else:  # the softmax step, as the engine's softmax backward does it, unless g_s replaces it
-            gS = np.where(P > 0, (g_s or _softmax_step)(P, gP), 0.0)
+            gS = (g_s or _softmax_step)(P, gP)
+            gS = gS if leaks else np.where(P > 0, gS, 0.0)
         out = {}
         if gq or g_s or g_p:
             out["q"] = gq(gS, k, scale) if gq else gS @ k * scale
@@ -124,6 +126,12 @@ CAUSAL_ATTENTION = [
         "In the softmax step you used P(1 - P), the Jacobian's diagonal only. "
         "Every weight of a row depends on every score of the row: gS = P * (gP - rowsum(gP * P)).",
         _attention(g_s=lambda P, gP: P * (1 - P) * gP),
+    ),
+    Slip(
+        "attention_softmax_diagonal_without_p",
+        "In the softmax step the diagonal of your Jacobian is 1 where it is P: dP_ij/dS_ik = P_ij (delta_jk - "
+        "P_ik), so P multiplies gP too: gS = P * (gP - rowsum(gP * P)), not gP - P * rowsum(gP * P).",
+        _attention(g_s=lambda P, gP: gP - P * (gP * P).sum(axis=-1, keepdims=True), leaks=True),
     ),
     Slip(
         "attention_softmax_rowsum_dropped",

@@ -71,6 +71,12 @@ SOFTMAX = [
         attempt(lambda s: {"x": s.gy - (s.gy * s.y).sum(axis=_axis_of(s), keepdims=True)}),
     ),
     Slip(
+        "softmax_diagonal_without_y",
+        "The diagonal of your Jacobian is 1 where it is y_i: dy_i/dx_j = y_i (delta_ij - y_j), so the y multiplies "
+        "gy too, not only the row-sum term: gx = y * (gy - sum(gy * y)), not gy - y * sum(gy * y).",
+        attempt(lambda s: {"x": s.gy - s.y * (s.gy * s.y).sum(axis=_axis_of(s), keepdims=True)}),
+    ),
+    Slip(
         "softmax_mean_for_sum",
         "Your row term takes a mean over the row where the sum belongs: the term is sum_i gy_i y_i, every output's "
         "share added, not averaged.",
