@@ -277,6 +277,13 @@ MISTAKES = [
         "unbroadcast(gy * self.a, self.a.shape)",
         says="Your gradient for 'a' is the right gradient for 'b'",
     ),
+    m(
+        "mul",
+        "the sum over axis 0 always",
+        "return g.sum(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)",
+        "return g.sum(axis=0, keepdims=True)",
+        says="not over a fixed axis",
+    ),
     m("mul", "gy ignored", MUL, MUL.replace("gy * ", ""), says="it ignores gy"),
     m(
         "mul",
@@ -643,6 +650,20 @@ MISTAKES = [
     ),
     m("causal_attention", "softmax step P(1 - P)", ATT_GS, "gs = p * (1 - p) * gp", says="P(1 - P)"),
     m("causal_attention", "softmax step without the row sum", ATT_GS, "gs = p * gp", says="row-sum term is missing"),
+    m(
+        "causal_attention",
+        "the scale twice in gq",
+        ATT_GQ,
+        "gq = gs @ self.k * self.scale * self.scale",
+        says="Your gq carries the 1/sqrt(D) scale twice",
+    ),
+    m(
+        "causal_attention",
+        "softmax step's diagonal without P",
+        ATT_GS,
+        "gs = gp - p * (gp * p).sum(axis=-1, keepdims=True)",
+        says="diagonal of your Jacobian is 1 where it is P",
+    ),
     m(
         "causal_attention",
         "softmax step's sign",

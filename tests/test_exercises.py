@@ -188,6 +188,16 @@ def test_a_zero_gradient_is_named(capsys, tmp_path):
     assert "Your gradient is all zeros." in out
 
 
+def test_a_sum_along_a_fixed_axis_is_named_only_where_the_input_was_broadcast():
+    """mul's a (2, 2, 1, 4) stretched along axis 2: a gradient summed over axis 0 instead is named; a reduction's input
+    (3, 4, 5) was never broadcast to its output (3, 1, 5), so a (3, 4, 1, 5) gradient gets the exercise's own hint."""
+    lines, _ = diagnose.shape_problem("a", np.zeros((1, 2, 3, 4)), (2, 2, 1, 4), (2, 2, 3, 4))
+    assert "Your gradient for 'a' is summed over axis 0, where 'a' has full length" in lines[1]
+    assert "and not over axis 2, along which it was stretched" in lines[1]
+    lines, _ = diagnose.shape_problem("x", np.zeros((3, 4, 1, 5)), (3, 4, 5), (3, 1, 5), "the reduction's hint")
+    assert lines[1:] == ["the reduction's hint"]
+
+
 def test_a_missing_sum_over_a_broadcast_axis_is_named_with_the_fix(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "mul", "unbroadcast(gy * self.a, self.b.shape)", "gy * self.a")
     assert "case 1/6  Mul: a (3, 4), b (3, 4): ok" in out

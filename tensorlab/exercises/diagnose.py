@@ -300,7 +300,30 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
             f"That is {shape} with its last two axes swapped: you computed the transposed gradient. "
             f"Check the order of the factors in your matrix product and which one is transposed.",
         ], lambda g: g.swapaxes(-1, -2)
-    return [head] + ([shape_hint] if shape_hint else []), None
+    summed = _summed_elsewhere(name, gshape, shape, tuple(output_shape))
+    return [head] + (summed or ([shape_hint] if shape_hint else [])), None
+
+
+def _summed_elsewhere(name, gshape, shape, output_shape):
+    """[line] when the input was broadcast to the output and the gradient kept (size > 1) an axis the input was
+    stretched along, and has size 1 where the input does not: the sum over the copies along a fixed axis (0, the
+    last) instead of the broadcast one."""
+    try:
+        broadcast = np.broadcast_shapes(shape, output_shape) == output_shape != shape
+    except ValueError:  # a reduction's input does not broadcast to its output
+        broadcast = False
+    if not broadcast or len(gshape) < len(shape):
+        return []
+    padded = (1,) * (len(gshape) - len(shape)) + shape  # the input's axes lined up with the gradient's, from the right
+    wrong = [a for a, (g, x) in enumerate(zip(gshape, padded)) if g == 1 and x != 1]
+    kept = [a for a, (g, x) in enumerate(zip(gshape, padded)) if x == 1 and g != 1]
+    if not (wrong and kept):
+        return []
+    return [
+        f"Your gradient for '{name}' is summed over {_axes_words(wrong)}, where '{name}' has full length (it was not "
+        f"broadcast there), and not over {_axes_words(kept)}, along which it was stretched from size 1 (or added): "
+        f"sum over the axes broadcasting added or stretched, found from the two shapes, not over a fixed axis."
+    ]
 
 
 def type_problem(name, g, shape):

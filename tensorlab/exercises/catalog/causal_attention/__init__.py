@@ -96,6 +96,18 @@ CAUSAL_ATTENTION = [
         _attention(gq=lambda gS, k, c: gS @ k, gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q),
     ),
     Slip(
+        "attention_scale_twice_in_gq",
+        "Your gq carries the 1/sqrt(D) scale twice: S = q k^T / sqrt(D) scales once, so gq = gS k / sqrt(D) "
+        "(if gS already holds the scale, do not apply it again).",
+        _attention(gq=lambda gS, k, c: gS @ k * c * c),
+    ),
+    Slip(
+        "attention_scale_twice_in_gk",
+        "Your gk carries the 1/sqrt(D) scale twice: S = q k^T / sqrt(D) scales once, so gk = gS^T q / sqrt(D) "
+        "(if gS already holds the scale, do not apply it again).",
+        _attention(gk=lambda gS, q, c: gS.swapaxes(-1, -2) @ q * c * c),
+    ),
+    Slip(
         "attention_gk_not_transposed",
         "In gk, gS is not transposed: S = q k^T, so gk = gS^T q / sqrt(D). gS q "
         "mixes up which position is the query (rows of S) and which the key (columns).",
