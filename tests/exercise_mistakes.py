@@ -141,6 +141,29 @@ MISTAKES = [
     m("topo", "the order reversed", "    return order\n", "    return order[::-1]\n", says="comes before"),
     m(
         "topo",
+        "Kahn's counts gathered without a visited set",
+        "    order, visited, stack = [], set(), [(root, False)]\n",
+        """    users, stack = {}, [root]
+    while stack:  # each node's consumers counted, on every path that reaches it
+        node = stack.pop()
+        for p in node.parents:
+            users[id(p)] = users.get(id(p), 0) + 1
+            stack.append(p)
+    order, ready = [], [root]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for p in node.parents:
+            users[id(p)] -= 1
+            if users[id(p)] == 0:
+                ready.append(p)
+    return order[::-1]
+    order, visited, stack = [], set(), [(root, False)]
+""",
+        says="count each consumer once",
+    ),
+    m(
+        "topo",
         "pre-order (a node before its parents)",
         "        if parents_done:                     # all its parents are in `order` already\n"
         "            order.append(node)\n        elif id(node) not in visited:\n"
@@ -581,6 +604,15 @@ MISTAKES = [
     m("embedding", "= for np.add.at", "np.add.at(gw, self.ids, gy)", "gw[self.ids] = gy", says="overwrite each other"),
     m("embedding", "buffered +=", "np.add.at(gw, self.ids, gy)", "gw[self.ids] += gy", says="overwrite each other"),
     m("embedding", "no None for ids", "return None, gw", "return gw", says="returned no gradient for 'weight'"),
+    m(
+        "embedding",
+        "a repeat's first gradient times its count",
+        "np.add.at(gw, self.ids, gy)",
+        "ids = self.ids.reshape(-1)\n        first = {v: n for n, v in reversed(list(enumerate(ids)))}\n"
+        "        for v, n in first.items():\n"
+        "            gw[v] = gy.reshape(len(ids), -1)[n] * (ids == v).sum()",
+        says="Only rows of ids that repeat are wrong",
+    ),
     m(
         "embedding",
         "gy as the table's gradient",

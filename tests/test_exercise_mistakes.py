@@ -64,3 +64,12 @@ def test_no_mistake_is_accepted_and_at_least_90_percent_are_named(tmp_path):
         print(f"  ACCEPTED: {mistake.exercise}: {mistake.what}")
     assert not accepted, f"seed {seed}: accepted {[(m.exercise, m.what) for m in accepted]}"
     assert named >= PRECISE * len(MISTAKES), f"seed {seed}: {named} of {len(MISTAKES)} named precisely"
+
+
+def test_an_exercise_hint_stands_for_a_slip_so_none_fits_is_not_said(tmp_path):
+    """A case's hint (embedding: only the repeated ids' rows are wrong) names the slip: the general 'None of the usual
+    slips fits ... re-derive it' must not follow it."""
+    [mistake] = [m for m in MISTAKES if m.what == "a repeat's first gradient times its count"]
+    passed, out = run_check(mistake, tmp_path, seed=1)
+    assert not passed and "Only rows of ids that repeat are wrong" in out
+    assert "None of the usual slips fits" not in out and "Re-derive" not in out

@@ -70,24 +70,25 @@ def ignores_gy(names):
 
 
 # ----- wrong values: what gradcheck found --------------------------------------------------------------
-def explain(name, report, ctx, detailed=True, steps=(), advice=()):
+def explain(name, report, ctx, detailed=True, steps=(), advice=(), hints=()):
     """Lines for one failed input: how many elements are wrong, then the slip it looks like.
 
     `steps` (where the backward first goes wrong, when the student's variables show it) follow
-    whatever else is said; `advice` follows the general advice when no slip fits.
+    whatever else is said; `advice` follows the general advice when no slip fits; `hints`, the exercise's own
+    reading of the numbers (case.hint), come last and stand for a slip: with them, no "none fits".
     """
     a, n, wrong = report.analytic, report.numeric, report.wrong
     count, total = int(wrong.sum()), wrong.size
     what = f"all {total} elements are wrong" if count == total else f"{count} of {total} elements are wrong"
     lines = [f"input '{name}' (shape {tuple(a.shape)}): {what}."]
     if not detailed:
-        return lines
-    hints = _approximate(name, a, n, ctx) or _whole_array_slip(name, a, n, report, ctx)
-    if not hints and not steps:
-        hints = [FALLBACK, *advice]
-    elif not hints:
-        hints = ["None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs)."]
-    return lines + hints + list(steps)
+        return lines + list(hints)
+    found = _approximate(name, a, n, ctx) or _whole_array_slip(name, a, n, report, ctx)
+    if not found and not steps and not hints:
+        found = [FALLBACK, *advice]
+    elif not found and not hints:
+        found = ["None of the usual slips fits (a sign, a constant factor, a transpose, all zeros, swapped inputs)."]
+    return lines + found + list(steps) + list(hints)
 
 
 def _approximate(name, a, n, ctx):

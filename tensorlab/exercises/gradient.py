@@ -137,9 +137,10 @@ def _check_case(case, student, inputs, reference):
         steps, advice = _stage_lines(reference, local_arrays, name, context)
         steps = [line for line in steps if line not in said]  # a shared stage is named once
         said.update(steps)
-        lines += diagnose.explain(name, reports[name], context, detailed=name not in named, steps=steps, advice=advice)
-        if case.hint:
-            lines += case.hint(inputs, name, reports[name], context)
+        hints = case.hint(inputs, name, reports[name], context) if case.hint else []
+        lines += diagnose.explain(
+            name, reports[name], context, detailed=name not in named, steps=steps, advice=advice, hints=hints
+        )
     return lines + ["", "Compared with the analytic gradient:"] + [INDENT + line for line in _table(reports, scale)]
 
 

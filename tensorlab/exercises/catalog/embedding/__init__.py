@@ -32,7 +32,8 @@ EMBEDDING = [
 
 
 def _embedding_hint(inputs, name, report, context):
-    """Rows no id looks up must get 0 (repeats overwritten are a slip, slips.EMBEDDING)."""
+    """Rows no id looks up must get 0; rows of repeated ids, the sum of their uses (repeats overwritten are a slip,
+    EMBEDDING)."""
     ids = inputs[0]
     wrong_rows = set(np.flatnonzero(report.wrong.any(axis=1)).tolist())
     counts = np.bincount(ids.reshape(-1), minlength=report.wrong.shape[0])
@@ -42,6 +43,13 @@ def _embedding_hint(inputs, name, report, context):
         hints.append(
             f"Rows {sorted(wrong_rows & unused)} are never looked up (no id equals them), so their "
             f"gradient must be 0: start from np.zeros(...) of the table's shape."
+        )
+    repeated = set(np.flatnonzero(counts > 1).tolist())
+    if wrong_rows and wrong_rows <= repeated:
+        hints.append(
+            f"Only rows of ids that repeat are wrong ({sorted(wrong_rows)}): each use of a row adds its own "
+            f"gy[n] to the row's gradient, so a repeated id's row is the sum of its positions' gradients, not one "
+            f"of them, nor one times the count."
         )
     return hints
 
@@ -57,7 +65,8 @@ EXERCISE = Exercise(
             graph,
             slips=EMBEDDING,
             shape_hint="The table's gradient has the table's shape (V, C), whatever the shape of ids: start from "
-            "np.zeros(self.weight_shape) and add each gy[n] into row ids[n].",
+            "np.zeros(self.weight_shape) and add each gy[n] into row ids[n] (np.bincount gives only as many rows as "
+            "the largest id needs, unless given minlength).",
             hint=_embedding_hint,
         )
         for ids, table in [([4, 0, 2], (5, 3)), ([[1, 3, 1], [0, 3, 1]], (6, 4))]

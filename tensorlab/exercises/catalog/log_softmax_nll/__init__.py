@@ -108,7 +108,8 @@ def _nll_hint(inputs, name, report, context):
         return [
             "Only elements at the targets (row n, column targets[n]) are wrong; the rest of each row is "
             "right. Check the one-hot term there: the gradient of -log softmax(x)[t] is softmax(x) minus "
-            "1 at the target."
+            "1 at the target, and the mean's gy / N scales the 1 as it scales the rest of the row: "
+            "gy * (softmax(x) - onehot) / N."
         ]
     return []
 

@@ -75,9 +75,19 @@ def _topo_probe(index):
         counts = Counter(order)
         missing = [name for name in nodes if name not in counts]
         if missing:
+            consumers = Counter(parent for node in nodes.values() for parent in {id(p) for p in node.parents})
+            shared = max(consumers.values(), default=0) > 1  # a node two consumers use: reached along two paths
             return [
                 f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
                 f".parents all the way down), or its gradient is never passed on."
+                + (
+                    " If you count each node's consumers first and take a node when its count reaches 0 (Kahn's "
+                    "algorithm), count each consumer once: a count gathered without a visited set visits a node "
+                    "reached along two paths twice and counts it twice as a consumer of its parents, whose counts "
+                    "then never reach 0."
+                    if shared
+                    else ""
+                )
             ]
         twice = [name for name in nodes if counts[name] > 1]
         if twice:
