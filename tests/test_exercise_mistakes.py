@@ -73,3 +73,11 @@ def test_an_exercise_hint_stands_for_a_slip_so_none_fits_is_not_said(tmp_path):
     passed, out = run_check(mistake, tmp_path, seed=1)
     assert not passed and "Only rows of ids that repeat are wrong" in out
     assert "None of the usual slips fits" not in out and "Re-derive" not in out
+
+
+def test_a_probe_does_not_add_advice_where_a_slip_was_named(tmp_path):
+    """attention's gv = P gy is named as P not transposed; the mask probe's 'gradient leaks ... apply the mask in
+    backward too', true of those numbers but not the slip, is not said beside it."""
+    [mistake] = [m for m in MISTAKES if m.what == "P not transposed in gv"]
+    passed, out = run_check(mistake, tmp_path, seed=1)
+    assert not passed and "P is not transposed" in out and "leaks" not in out

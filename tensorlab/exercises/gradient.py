@@ -128,7 +128,7 @@ def _check_case(case, student, inputs, reference):
             f"built with. Use the {key} __init__ saved (or what forward worked out from it)."
         )
         named.update(dict.fromkeys(explains, "setting"))
-    if case.probe and not ignored:
+    if case.probe and not ignored and not set(wrong) <= set(named):  # a probe explains what no slip has
         probed = case.probe(lambda g: _student_op(case, student, inputs, g, reference.y)[1], inputs)
         lines += probed
         named.update(dict.fromkeys(wrong if probed else [], "probe"))  # the probe's finding is the diagnosis
