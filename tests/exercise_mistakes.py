@@ -450,7 +450,7 @@ MISTAKES = [
         "divided by n, not n - correction",
         VAR,
         VAR.replace("/ self.dof", "/ (self.dof + self.correction)"),
-        says="var divides by n - correction",
+        says="the right one for correction=0, but this case has correction=1",
     ),
     m(
         "var",

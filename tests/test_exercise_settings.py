@@ -1,17 +1,18 @@
 """A backward that does not read a setting its op was built with (var's correction, softmax's axis, RMSNorm's eps,
 clamp's limits) is named by that setting, for every case of the catalog and every usual stand-in value.
 
-The generator: for each gradient case and each of its settings, the gradient an op built with another usual value
-gives (the engine's autograd through the case's graph, the same inputs and gy) is handed in as the student's; where
-it differs from the right one, gradient._other_setting must name a setting and a value that give it. The checker's
-words for it are in tests/exercise_mistakes.py (var's correction fixed at 1).
+The generator: for each gradient case and each of its settings (those it gives, and its graph's defaults), the
+gradient an op built with another usual value gives (the engine's autograd through the case's graph, the same inputs
+and gy) is handed in as the student's; where it differs from the right one, gradient._other_setting must name a
+setting and a value that give it. The checker's words for it are in tests/exercise_mistakes.py (var's correction
+fixed at 1, var divided by n, RMSNorm's eps dropped).
 """
 
 import numpy as np
 
 from tensorlab.exercises import stages
 from tensorlab.exercises.catalog import EXERCISES
-from tensorlab.exercises.gradient import MATCH, Case, _other_setting
+from tensorlab.exercises.gradient import MATCH, Case, _other_setting, defaults
 
 # what a student writes in place of a setting, by the setting's type: the usual axes and corrections, no eps or the
 # usual ones, the unit limits (the spec, written here again so that the product's list cannot shrink unseen)
@@ -21,7 +22,7 @@ CASES = [
     (f"{exercise.name} case {number}", case)
     for exercise in EXERCISES
     for number, case in enumerate(exercise.cases, 1)
-    if isinstance(case, Case) and any(type(value) in STAND_INS for value in case.settings.values())
+    if isinstance(case, Case) and any(type(v) in STAND_INS for v in {**defaults(case.graph), **case.settings}.values())
 ]
 
 
@@ -52,9 +53,10 @@ def test_a_backward_built_for_another_setting_is_named_by_it():
         def close(a, b, scale=scale):
             return np.allclose(a, b, rtol=MATCH, atol=MATCH * scale)
 
-        for key, value in case.settings.items():
+        settings = {**defaults(case.graph), **case.settings}  # var's correction=1 where a case gives none
+        for key, value in settings.items():
             for other in STAND_INS.get(type(value), ()):
-                student = _built_with(case, inputs, {**case.settings, key: other}, reference.gy)
+                student = _built_with(case, inputs, {**settings, key: other}, reference.gy)
                 if student is None or not all(np.isfinite(student.grad[n]).all() for n in floats):
                     continue  # another output shape (a reduction's axis), or NaN (eps -1: the NaN diagnosis's)
                 wrong = [n for n in floats if not close(student.grad[n], reference.grad[n])]
@@ -63,8 +65,9 @@ def test_a_backward_built_for_another_setting_is_named_by_it():
                 planted[key] = planted.get(key, 0) + 1
                 found = _other_setting(case, inputs, reference, student.grad, wrong, close)
                 assert found, f"{title}: {key}={other!r} in place of {value!r} is not named"
-                explains, found_key, found_value = found
-                named = _built_with(case, inputs, {**case.settings, found_key: found_value}, reference.gy)
+                explains, found_key, found_value, right = found
+                named = _built_with(case, inputs, {**settings, found_key: found_value}, reference.gy)
+                assert right == settings[found_key], title
                 assert explains == wrong, title
                 assert all(close(named.grad[n], student.grad[n]) for n in wrong), (title, key, other, found_key)
     assert set(planted) == {"axis", "correction", "eps", "low", "high"}, planted

@@ -26,6 +26,7 @@ gradients saved from an earlier run do not fit. For every case:
 The backward's local variables are kept for the stage comparison. A case has a time limit (run_cases).
 """
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,10 +122,10 @@ def _check_case(case, student, inputs, reference):
         named.update(dict.fromkeys(explains, slip.name))
     setting = _other_setting(case, inputs, reference, yours, [n for n in wrong if n not in named], context.close)
     if setting:
-        explains, key, value = setting
+        explains, key, value, right = setting
         lines.append(
             f"{' and '.join(repr(n) for n in explains)}: your gradient is the right one for {key}={value!r}, but "
-            f"this case has {key}={case.settings[key]!r}: your backward uses {key}={value!r} whatever the op was "
+            f"this case has {key}={right!r}: your backward uses {key}={value!r} whatever the op was "
             f"built with. Use the {key} __init__ saved (or what forward worked out from it)."
         )
         named.update(dict.fromkeys(explains, "setting"))
@@ -384,26 +385,35 @@ def _try_fixes(case, inputs, grads, fixes, reference):
 
 
 def _other_setting(case, inputs, reference, yours, wrong, close):
-    """(inputs, key, value) for the `wrong` inputs whose gradient is the right one had the op been built with another
-    value of one setting (correction=1 for 0, the last axis for the first, eps=0): a backward that does not read
-    what the op was built with; else None. A value that changes the output's shape (keepdims) cannot be tried."""
+    """(inputs, key, value, the case's value) for the `wrong` inputs whose gradient is the right one had the op been
+    built with another value of one setting (correction=1 for 0, the last axis for the first, eps=0): a backward that
+    does not read what the op was built with; else None. The settings are the case's and the defaults of its graph's
+    keywords (var's correction=1 where a case gives none). A value that changes the output's shape (keepdims) cannot
+    be tried."""
 
     def same_gy(shape):
         if tuple(shape) != reference.gy.shape:
             raise ValueError("another output shape")
         return reference.gy
 
-    for key, value in case.settings.items():
+    settings = {**defaults(case.graph), **case.settings}
+    for key, value in settings.items():
         for other in _other_values(value):
             try:
                 with np.errstate(all="ignore"):
-                    s = stages.reference(case.graph, case.names, inputs, {**case.settings, key: other}, same_gy)
+                    s = stages.reference(case.graph, case.names, inputs, {**settings, key: other}, same_gy)
             except Exception:  # noqa: BLE001 (a value the graph refuses, or another output shape: not this slip)
                 continue
             explains = [n for n in wrong if close(yours[n], s.grad[n]) and not close(s.grad[n], reference.grad[n])]
             if explains:
-                return explains, key, other
+                return explains, key, other, value
     return None
+
+
+def defaults(graph):
+    """{keyword: default} of a reference graph's settings."""
+    parameters = inspect.signature(graph).parameters.values()
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _other_values(value):

@@ -72,12 +72,6 @@ RMS_NORM = [
         _rms(reduce=np.sum),
     ),
     Slip(
-        "rms_eps_dropped",
-        "Your gradient is right for eps = 0: eps is missing from the normaliser you used in "
-        "backward. Use self.r (it has eps inside the square root), or recompute it with sqrt(mean(x^2) + eps).",
-        _rms(lambda ms, eps: 1 / np.sqrt(ms)),
-    ),
-    Slip(
         "rms_eps_outside_sqrt",
         "Your normaliser has eps outside the square root, 1/(sqrt(mean(x^2)) + eps); the "
         "forward has it inside, 1/sqrt(mean(x^2) + eps). Use self.r, or recompute it the forward's way.",
