@@ -739,7 +739,13 @@ MISTAKES = [
         ATT_GS.replace(", keepdims=True", ""),
         says="without keepdims=True",
     ),
-    m("causal_attention", "the scale applied twice", ATT_GS, ATT_GS + " * self.scale", says="exactly once"),
+    m(
+        "causal_attention",
+        "the scale applied twice",
+        ATT_GS,
+        ATT_GS + " * self.scale",
+        says=("Your gq carries the 1/sqrt(D) scale twice", "Your gk carries the 1/sqrt(D) scale twice"),
+    ),
     # ----- AdamW -----------------------------------------------------------------------------------------------------
     m("adamw", "no bias correction of m", M_HAT, "m_hat = m", says="bias correction of m is missing"),
     m("adamw", "no bias correction of v", V_HAT, "v_hat = v", says="bias correction of v is missing"),
