@@ -20,7 +20,7 @@ def graph(x, weight, eps=1e-5):
 def _rms(r_of=None, extra_term=True, sign=-1.0, reduce=np.mean, xhat_of=None):
     """gx for y = x r w, r = 1/sqrt(mean(x^2) + eps), with one piece changed.
 
-    r_of(mean of squares, eps) replaces the normaliser (eps dropped, eps outside the square root)
+    r_of(mean of squares, eps) replaces the normaliser (eps outside the square root)
     inside the usual r (g - xhat mean(g xhat)); the other arguments drop, flip or resize the
     term that comes through dr/dx.
     """
