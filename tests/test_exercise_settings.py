@@ -3,16 +3,18 @@ clamp's limits) is named by that setting, for every case of the catalog and ever
 
 The generator: for each gradient case and each of its settings (those it gives, and its graph's defaults), the
 gradient an op built with another usual value gives (the engine's autograd through the case's graph, the same inputs
-and gy) is handed in as the student's; where it differs from the right one, gradient._other_setting must name a
-setting and a value that give it. The checker's words for it are in tests/exercise_mistakes.py (var's correction
-fixed at 1, var divided by n, RMSNorm's eps dropped).
+and gy) is handed in as the student's; where it differs from the right one, a slip of gradient._setting_slips must
+name a setting and a value that give it. The checker's words for it are in tests/exercise_mistakes.py (var's
+correction fixed at 1, var divided by n, RMSNorm's eps dropped).
 """
+
+import ast
 
 import numpy as np
 
-from tensorlab.exercises import stages
+from tensorlab.exercises import slips, stages
 from tensorlab.exercises.catalog import EXERCISES
-from tensorlab.exercises.gradient import MATCH, Case, _other_setting, defaults
+from tensorlab.exercises.gradient import MATCH, Case, _setting_slips, defaults
 
 # what a student writes in place of a setting, by the setting's type: the usual axes and corrections, no eps or the
 # usual ones, the unit limits (the spec, written here again so that the product's list cannot shrink unseen)
@@ -63,11 +65,12 @@ def test_a_backward_built_for_another_setting_is_named_by_it():
                 if not wrong:
                     continue  # the same gradient (eps 1e-8 for 1e-6, axis -1 for 2)
                 planted[key] = planted.get(key, 0) + 1
-                found = _other_setting(case, inputs, reference, student.grad, wrong, close)
+                found = slips.recognise(_setting_slips(case), reference, student.grad, wrong, close)
                 assert found, f"{title}: {key}={other!r} in place of {value!r} is not named"
-                explains, found_key, found_value, right = found
-                named = _built_with(case, inputs, {**settings, found_key: found_value}, reference.gy)
-                assert right == settings[found_key], title
+                slip, explains = found[0]
+                found_key, found_value = slip.name.split("=")
+                named = _built_with(case, inputs, {**settings, found_key: ast.literal_eval(found_value)}, reference.gy)
+                assert f"but this case has {found_key}={settings[found_key]!r}:" in slip.says, title
                 assert explains == wrong, title
                 assert all(close(named.grad[n], student.grad[n]) for n in wrong), (title, key, other, found_key)
     assert set(planted) == {"axis", "correction", "eps", "low", "high"}, planted

@@ -115,20 +115,13 @@ def _check_case(case, student, inputs, reference):
     lines = [diagnose.ignores_gy(ignored)] if ignored else []
     yours = dict(zip(names, _as_tuple(grads)))
     named = dict.fromkeys(ignored, "ignores gy")
-    for slip, explains in slips.recognise(
-        case.slips, reference, yours, [n for n in wrong if n not in ignored], context.close
-    ):
+    found = slips.recognise(case.slips, reference, yours, [n for n in wrong if n not in ignored], context.close)
+    unnamed = [n for n in wrong if n not in ignored and not any(n in explains for _, explains in found)]
+    if unnamed:  # a setting the backward does not read, where no slip of the exercise fits
+        found += slips.recognise(_setting_slips(case), reference, yours, unnamed, context.close)[:1]
+    for slip, explains in found:
         lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
         named.update(dict.fromkeys(explains, slip.name))
-    setting = _other_setting(case, inputs, reference, yours, [n for n in wrong if n not in named], context.close)
-    if setting:
-        explains, key, value, right = setting
-        lines.append(
-            f"{' and '.join(repr(n) for n in explains)}: your gradient is the right one for {key}={value!r}, but "
-            f"this case has {key}={right!r}: your backward uses {key}={value!r} whatever the op was "
-            f"built with. Use the {key} __init__ saved (or what forward worked out from it)."
-        )
-        named.update(dict.fromkeys(explains, "setting"))
     if case.probe and not ignored and not set(wrong) <= set(named):  # a probe explains what no slip has
         probed = case.probe(lambda g: _student_op(case, student, inputs, g, reference.y)[1], inputs)
         lines += probed
@@ -384,30 +377,37 @@ def _try_fixes(case, inputs, grads, fixes, reference):
     ]
 
 
-def _other_setting(case, inputs, reference, yours, wrong, close):
-    """(inputs, key, value, the case's value) for the `wrong` inputs whose gradient is the right one had the op been
-    built with another value of one setting (correction=1 for 0, the last axis for the first, eps=0): a backward that
-    does not read what the op was built with; else None. The settings are the case's and the defaults of its graph's
-    keywords (var's correction=1 where a case gives none). A value that changes the output's shape (keepdims) cannot
-    be tried."""
-
-    def same_gy(shape):
-        if tuple(shape) != reference.gy.shape:
-            raise ValueError("another output shape")
-        return reference.gy
-
+def _setting_slips(case):
+    """A slip for each usual other value of each setting (correction=1 for 0, the last axis for the first, eps=0):
+    the gradient of the op built with that value, through the case's graph, so that a backward that does not read
+    what the op was built with is named. The settings are the case's and its graph's keyword defaults (var's
+    correction=1 where a case gives none); a value that changes the output's shape (keepdims) gives no gradient."""
     settings = {**defaults(case.graph), **case.settings}
-    for key, value in settings.items():
-        for other in _other_values(value):
-            try:
-                with np.errstate(all="ignore"):
-                    s = stages.reference(case.graph, case.names, inputs, {**settings, key: other}, same_gy)
-            except Exception:  # noqa: BLE001 (a value the graph refuses, or another output shape: not this slip)
-                continue
-            explains = [n for n in wrong if close(yours[n], s.grad[n]) and not close(s.grad[n], reference.grad[n])]
-            if explains:
-                return explains, key, other, value
-    return None
+    return [
+        slips.Slip(
+            f"{key}={other!r}",
+            f"your gradient is the right one for {key}={other!r}, but this case has {key}={value!r}: your backward "
+            f"uses {key}={other!r} whatever the op was built with. Use the {key} __init__ saved (or what forward "
+            f"worked out from it).",
+            _built_with(case, {**settings, key: other}),
+        )
+        for key, value in settings.items()
+        for other in _other_values(value)
+    ]
+
+
+def _built_with(case, settings):
+    """s -> the gradients of the case's graph built with `settings`, for the same inputs and gy (a slip's grads)."""
+
+    def compute(s):
+        def same_gy(shape):
+            if tuple(shape) != s.gy.shape:
+                raise ValueError("another output shape")
+            return s.gy
+
+        return stages.reference(case.graph, case.names, list(s.x.values()), settings, same_gy).grad
+
+    return slips.attempt(compute)
 
 
 def defaults(graph):

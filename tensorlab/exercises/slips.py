@@ -11,7 +11,8 @@ normaliser, attention's softmax step), that step is written out with the one pie
 these functions are as much a teacher's material as the solutions are (the engine's ops in
 tensorlab/ops/ hold the right backwards anyway).
 
-Each gradient case carries its exercise's slips (catalog/NAME/), in the order they are tried.
+Each gradient case carries its exercise's slips (catalog/NAME/), in the order they are tried; where none fits,
+gradient._setting_slips tries one per usual other value of each setting (the op built with correction=1, ...).
 """
 
 from dataclasses import dataclass
