@@ -1022,6 +1022,22 @@ def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
     assert "the running mean of the squared gradient" in out
 
 
+@pytest.mark.parametrize("quantity", range(3))
+def test_an_adamw_result_off_by_more_than_rounding_fails_every_case(capsys, tmp_path, quantity):
+    """One element of param, m or v off by 1e-10 of the largest: every case fails, the smallest eps's too (eps added
+    to param, not to the denominator, passed a case judged to 1e-7 relative: a stranger's class, 2026-12-01)."""
+    perturbed = (
+        "\n\n_right = adamw_step\n\n\ndef adamw_step(*args, **settings):\n"
+        "    out = list(_right(*args, **settings))\n"
+        f"    q = out[{quantity}]\n"
+        f"    out[{quantity}] = q + 1e-10 * np.abs(q).max() * (np.arange(q.size) == 5).reshape(q.shape)\n"
+        "    return tuple(out)\n"
+    )
+    path = plant(tmp_path, "adamw", "return param, m, v\n", "return param, m, v\n" + perturbed)
+    code, out = run(capsys, "check", "adamw", path)
+    assert code == 1 and out.count(": FAILED") == len(BY_NAME["adamw"].cases), out
+
+
 # ----- the command line ---------------------------------------------------------------------------------
 def test_stub_copies_the_stub_and_refuses_to_overwrite(capsys, tmp_path):
     dest = tmp_path / "mine.py"
