@@ -253,6 +253,21 @@ HYPOT_SHARED = (  # gb reads `common` after ga's update changed it in place
             "keepdims",  # not the hint that gy lost its axes: the line that raised does not read gy
         ),
         ("softmax", "(gy * self.y).sum(axis=self.axis, keepdims=True)", "np.sum(gy * self.y)", "return", "an axis"),
+        (  # np.repeat without its axis flattens: the loop's own variable is the axis it leaves out
+            "sum",
+            "return np.broadcast_to(gy, self.x_shape).copy()",
+            "for axis in self.axes:\n            gy = np.repeat(gy, self.x_shape[axis])\n"
+            "        return gy.reshape(self.x_shape)",
+            "gy = np.repeat",
+            "an axis",
+        ),
+        (  # xhat = x r holds one r already: r^3 of the derivation, kept beside it, is r twice too many
+            "rms_norm",
+            "gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))",
+            "gx = self.r * g - self.xhat * self.r**3 * (g * self.xhat).mean(axis=-1, keepdims=True)",
+            "gx =",
+            "a power",
+        ),
         (
             "exp_log",
             "return gy * self.y",
@@ -265,7 +280,8 @@ HYPOT_SHARED = (  # gb reads `common` after ga's update changed it in place
 def test_a_slip_numpy_makes_easy_is_named_by_the_edit_that_fixes_it(tmp_path, name, old, new, at, kind):
     """An array changed in place while another name holds it, .T on a batch of matrices, `low <= x <= high` on an
     array, a mean without keepdims (NumPy raises), a sum over every axis where one belongs, an update that does not
-    belong: the one edit that fixes it names the slip at its line (the first in the backward that starts with `at`)."""
+    belong, np.repeat without its axis, a power kept: the one edit that fixes it names the slip at its line (the first
+    in the backward that starts with `at`)."""
     solution = (SOLUTIONS / f"{name}.py").read_text()
     assert old in solution
     source = solution.replace(old, new)

@@ -4,23 +4,26 @@
 accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dropped or added, `=` for `+=` or
 back, an update in place made a new array (x *= v -> x = x * v), a constant changed (+1, -1, x2, /2, its sign), a
 comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
-dropped, added or changed, a transpose removed, added or of the last two axes only, a chained comparison split, a
-math function dropped or added (sqrt exp log abs), the max subtracted inside exp, a saved value or a variable
-swapped for another (self.a -> self.b, g -> gy), the returned values in another order, a condition negated, a
-statement dropped.
+dropped, added (to any NumPy call that takes one: np.repeat) or changed, a transpose removed, added or of the last
+two axes only, a chained comparison split, a math function dropped or added (sqrt exp log abs), a power dropped
+(r**3 -> r), the max subtracted inside exp, a saved value or a variable swapped for another (self.a -> self.b, g ->
+gy), the returned values in another order, a condition negated, a statement dropped.
 
-Almost every edit is undone by another edit. The exceptions: a dropped statement, a dropped term that is not a name
-the file reads, an axis changed to one the file no longer holds (unless a value holds it that nothing reads any
-more: `unread`, tried as axes and terms), an update in place made a new array, a chained comparison split, .T made a
-swap of the last two axes, and a minus sign dropped from a call's argument (tests/test_exercise_search.py checks the
-rest). `ingredients` closes much of the second and third: expressions from elsewhere (the checker takes those of the
-engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading)) + stretched`)
-put in as a factor, a term or an axis. So teachers/mutate.py makes wrong answers from a solution with it, and the
-checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the change name the slip
-in the student's own code, whether anyone wrote that slip down or not.
+Almost every edit is undone by another edit. The exceptions: a dropped statement or power, a dropped term that is
+not a name the file reads, an axis changed to one the file no longer holds (unless a value holds it that nothing
+reads any more: `unread`, tried as axes and terms), an update in place made a new array, a chained comparison split,
+.T made a swap of the last two axes, and a minus sign dropped from a call's argument (tests/test_exercise_search.py
+checks the rest). `ingredients` closes much of the second and third: expressions from elsewhere (the checker takes
+those of the engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading)) +
+stretched`) put in as a factor, a term or an axis. So teachers/mutate.py makes wrong answers from a solution with
+it, and the checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the change
+name the slip in the student's own code, whether anyone wrote that slip down or not.
 """
 
 import ast
+import inspect
+
+import numpy as np
 
 SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
 SWAPS |= {ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}  # masks: x >= low & x <= high
@@ -119,6 +122,10 @@ def _additions(tree, more_axes):
     axes = {ast.unparse(k.value) for n in calls for k in n.keywords if k.arg == "axis"} | {"0", "-1", *more_axes}
     axes = sorted(axes | {name for name in lost if name.isidentifier()})
     reductions = [f".sum(axis={axis}{keep})" for axis in axes for keep in (", keepdims=True", "")] + [".sum()"]
+    looped = {
+        t.id for n in ast.walk(tree) if isinstance(n, ast.For) for t in ast.walk(n.target) if isinstance(t, ast.Name)
+    }
+    axes += sorted(looped - set(axes))  # for ax in self.axes: an axis a call inside the loop may leave out
     own = [n for n in calls if n.func.attr in REDUCTIONS and not (isinstance(n.func.value, ast.Name) and n.args)]
     reductions += ["." + ast.unparse(ast.Call(ast.Name(n.func.attr), n.args, n.keywords)) for n in own]
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
@@ -204,6 +211,8 @@ def _alternatives(node, values, operand, added):
                 out.append((f"a transpose added to the {side} factor of @ (.T)", flipped))
         if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
             out += [(f"a term dropped: {ast.unparse(node)} -> {ast.unparse(t)}", t) for t in (node.left, node.right)]
+        if op is ast.Pow:
+            out.append((f"a power dropped: {ast.unparse(node)} -> {ast.unparse(node.left)}", node.left))
     elif isinstance(node, ast.BoolOp):
         new = ast.Or if isinstance(node.op, ast.And) else ast.And
         out.append((f"{SYMBOLS[type(node.op)]} -> {SYMBOLS[new]}", ast.BoolOp(new(), node.values)))
@@ -281,17 +290,17 @@ def _call_alternatives(node, axes):
     if attr in REDUCTIONS:
         swapped = ast.Call(ast.Attribute(node.func.value, REDUCTIONS[attr], ast.Load()), node.args, node.keywords)
         out.append((f"{attr} -> {REDUCTIONS[attr]}", swapped))
-        names = {k.arg for k in node.keywords}
-        if "keepdims" not in names:
+        if "keepdims" not in {k.arg for k in node.keywords}:
             keep = ast.keyword("keepdims", ast.Constant(True))
             out.append(("keepdims=True added", ast.Call(node.func, node.args, [*node.keywords, keep])))
-        if "axis" not in names and not (on_numpy and len(node.args) > 1):
-            for axis in axes:
-                axis_added = ast.keyword("axis", ast.parse(axis, mode="eval").body)
-                out.append((f"axis={axis} added", ast.Call(node.func, node.args, [axis_added, *node.keywords])))
-                if "keepdims" not in names:  # a reduction over everything where one axis belongs, beside its array
-                    both = [axis_added, *node.keywords, ast.keyword("keepdims", ast.Constant(True))]
-                    out.append((f"axis={axis} and keepdims=True added", ast.Call(node.func, node.args, both)))
+    if _leaves_out_axis(node, attr, on_numpy):  # np.repeat(g, n), g.sum(): every axis, or the flattened array
+        keepdims = attr in REDUCTIONS and "keepdims" not in {k.arg for k in node.keywords}
+        for axis in axes:
+            axis_added = ast.keyword("axis", ast.parse(axis, mode="eval").body)
+            out.append((f"axis={axis} added", ast.Call(node.func, node.args, [axis_added, *node.keywords])))
+            if keepdims:  # a reduction over everything where one axis belongs, beside its array
+                both = [axis_added, *node.keywords, ast.keyword("keepdims", ast.Constant(True))]
+                out.append((f"axis={axis} and keepdims=True added", ast.Call(node.func, node.args, both)))
     for i, keyword in enumerate(node.keywords):
         others = node.keywords[:i] + node.keywords[i + 1 :]
         out.append((f"{keyword.arg}= dropped", ast.Call(node.func, node.args, others)))
@@ -304,6 +313,17 @@ def _call_alternatives(node, axes):
             flipped = ast.keyword("keepdims", ast.Constant(not keyword.value.value))
             out.append((f"keepdims -> {not keyword.value.value}", ast.Call(node.func, node.args, [*others, flipped])))
     return out
+
+
+def _leaves_out_axis(node, attr, on_numpy):
+    """Whether a call to a NumPy function that takes an axis (np.repeat, or the array method of its name) gives none,
+    by keyword or in its place among the arguments."""
+    try:
+        parameters = list(inspect.signature(getattr(np, attr)).parameters)
+    except (AttributeError, TypeError, ValueError):  # not NumPy's, or no signature to read
+        return False
+    given = len(node.args) + (0 if on_numpy else 1)  # g.repeat(n) is np.repeat(g, n)
+    return "axis" in parameters and given <= parameters.index("axis") and "axis" not in {k.arg for k in node.keywords}
 
 
 def _minus(value):

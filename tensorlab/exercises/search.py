@@ -26,6 +26,7 @@ GIVEN = {"forward", "__init__"}  # what a gradient exercise's stub gives: not th
 KINDS = [  # (words in an edit's description, what kind of slip it undoes), the first that fits
     ("the variable", "a variable (another one belongs there)"),
     ("a term dropped", "a term that does not belong there"),
+    ("a power dropped", "a power that does not belong there"),
     ("a term added", "a term left out"),
     ("a term put back", "a term left out"),
     ("returned values", "the order of the returned values"),
