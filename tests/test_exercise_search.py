@@ -145,7 +145,11 @@ def test_every_one_change_edit_of_a_solution_is_undone_by_one_edit(name):
     missed = []
     for line, what, text in edits(source, search.students_part(BY_NAME[name])):
         assert _program(text) != solution, f"line {line}: {what} changes nothing"
-        if what.startswith(("a term", "a statement", ".T -> ", "a chained")) or "added" in what or "in place" in what:
+        if (
+            what.startswith(("a term", "a statement", "a power", "the saved value", ".T -> ", "a chained"))
+            or "added" in what
+            or "in place" in what
+        ):
             continue
         if solution not in {_program(t) for _, _, t in edits(text, search.students_part(BY_NAME[name]))}:
             missed.append(f"line {line}: {what}")
@@ -294,6 +298,37 @@ def test_a_slip_numpy_makes_easy_is_named_by_the_edit_that_fixes_it(tmp_path, na
     )
     assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_{name}.py: {kind}"), report.found
     assert "gy lost" not in str([case.lines for case in report.cases])
+
+
+RECOMPUTED_R = "r = 1 / np.sqrt((self.xhat**2).mean(axis=-1, keepdims=True) + self.eps)"
+ARGMAX_LABELS = "labels = self.p.argmax(axis=-1)"
+
+
+@pytest.mark.parametrize(
+    "name, changes, line",
+    [  # r from xhat (whose root-mean-square is 1) is about 1, not the r forward used
+        (
+            "rms_norm",
+            [("g = gy * self.weight\n", f"g = gy * self.weight\n        {RECOMPUTED_R}\n"), ("gx = self.r", "gx = r")],
+            RECOMPUTED_R,
+        ),
+        (
+            "log_softmax_nll",
+            [("gx[np.arange(n), self.targets]", f"{ARGMAX_LABELS}\n        gx[np.arange(n), labels]")],
+            ARGMAX_LABELS,
+        ),
+    ],
+)
+def test_a_value_worked_out_again_is_named_by_the_one_forward_saved(tmp_path, name, changes, line):
+    """RMSNorm's r recomputed from xhat, the one-hot's classes taken from the softmax's argmax: the edit that puts the
+    saved value (self.r, self.targets) in its place names the line."""
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    for right, wrong in changes:
+        assert source.count(right) == 1
+        source = source.replace(right, wrong)
+    number = [text.strip() for text in source.splitlines()].index(line) + 1
+    code, report = check(tmp_path, source, name=name)
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{number} of my_{name}.py: a value worked out again")
 
 
 def test_an_exp_that_overflows_is_named_by_the_max_subtracted(tmp_path):

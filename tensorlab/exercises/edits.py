@@ -6,18 +6,20 @@ back, an update in place made a new array (x *= v -> x = x * v), a constant chan
 comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
 dropped, added (to any NumPy call that takes one: np.repeat) or changed, a transpose removed, added or of the last
 two axes only, a chained comparison split, a math function dropped or added (sqrt exp log abs), a power dropped
-(r**3 -> r), the max subtracted inside exp, a saved value or a variable swapped for another (self.a -> self.b, g ->
-gy), the returned values in another order, a condition negated, a statement dropped.
+(r**3 -> r), the max subtracted inside exp, a value saved on self put where a method works one out again (r = ... ->
+r = self.r), a saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in
+another order, a condition negated, a statement dropped.
 
-Almost every edit is undone by another edit. The exceptions: a dropped statement or power, a dropped term that is
-not a name the file reads, an axis changed to one the file no longer holds (unless a value holds it that nothing
-reads any more: `unread`, tried as axes and terms), an update in place made a new array, a chained comparison split,
-.T made a swap of the last two axes, and a minus sign dropped from a call's argument (tests/test_exercise_search.py
-checks the rest). `ingredients` closes much of the second and third: expressions from elsewhere (the checker takes
-those of the engine's own code that read only names the student's file binds, `(1 - b1)`, `tuple(range(leading)) +
-stretched`) put in as a factor, a term or an axis. So teachers/mutate.py makes wrong answers from a solution with
-it, and the checker (search.py) finds, for a wrong file, the one edit that makes it pass: its line and the change
-name the slip in the student's own code, whether anyone wrote that slip down or not.
+Almost every edit is undone by another edit. The exceptions: a dropped statement or power, a saved value put in, a
+dropped term that is not a name the file reads, an axis changed to one the file no longer holds (unless a value
+holds it that nothing reads any more: `unread`, tried as axes and terms), an update in place made a new array, a
+chained comparison split, .T made a swap of the last two axes, and a minus sign dropped from a call's argument
+(tests/test_exercise_search.py checks the rest). `ingredients` closes much of the dropped term and the changed axis:
+expressions from elsewhere (the checker takes those of the engine's own code that read only names the student's file
+binds, `(1 - b1)`, `tuple(range(leading)) + stretched`) put in as a factor, a term or an axis. So teachers/mutate.py
+makes wrong answers from a solution with it, and the checker (search.py) finds, for a wrong file, the one edit that
+makes it pass: its line and the change name the slip in the student's own code, whether anyone wrote that slip down
+or not.
 """
 
 import ast
@@ -228,6 +230,11 @@ def _alternatives(node, values, operand, added):
             out.append((f"{SYMBOLS[type(node.op)]}= in place -> a new array", ast.Assign([node.target], value)))
     elif isinstance(node, ast.Assign) and len(node.targets) == 1 and not isinstance(node.targets[0], ast.Tuple):
         out.append(("+= for =", ast.AugAssign(node.targets[0], ast.Add(), node.value)))
+        if isinstance(node.targets[0], ast.Name) and isinstance(node.value, (ast.Call, ast.BinOp)):
+            target = node.targets[0].id  # r worked out again in backward (from xhat, say) where forward saved self.r
+            for attr in saved:
+                value = ast.Attribute(ast.Name("self", ast.Load()), attr, ast.Load())
+                out.append((f"the saved value put in: {target} = self.{attr}", ast.Assign(node.targets, value)))
         if isinstance(node.targets[0], ast.Subscript):  # a[i] = v -> np.add.at(a, i, v): repeated indices add up
             target = node.targets[0]
             add_at = ast.Call(ast.parse("np.add.at", mode="eval").body, [target.value, target.slice, node.value], [])

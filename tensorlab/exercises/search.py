@@ -25,6 +25,7 @@ EACH = 2.0  # seconds of the student's code per edited file (an edit can make a 
 GIVEN = {"forward", "__init__"}  # what a gradient exercise's stub gives: not the student's to get wrong
 KINDS = [  # (words in an edit's description, what kind of slip it undoes), the first that fits
     ("the variable", "a variable (another one belongs there)"),
+    ("the saved value put in", "a value worked out again where the one forward saved belongs"),
     ("a term dropped", "a term that does not belong there"),
     ("a power dropped", "a power that does not belong there"),
     ("a term added", "a term left out"),
@@ -115,10 +116,10 @@ def _passes(exercise, student, text, seed, first):
 
 
 def _rank(what, unused, line):
-    """A value the file made (or was given) and never read, put back as a term, first (`unused`: edits.unread); then
-    swaps, flips and changed arguments; terms and functions dropped where they are used; statements dropped; a term
-    the edited line reads elsewhere; whole functions and reductions added, terms put back from the engine's formulas;
-    the file's other names as terms, last."""
+    """A value the file made (or was given) and never read, put back as a term, first (`unused`: edits.unread);
+    then swaps, flips and changed arguments; terms and functions dropped where they are used, a value worked out
+    again replaced by the one saved; statements dropped; a term the edited line reads elsewhere; whole functions
+    and reductions added, terms put back from the engine's formulas; the file's other names as terms, last."""
     if what.startswith("a term added"):
         term = what.rsplit(" ", 1)[1]
         return 0 if what.endswith(unused) else 3 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 5
@@ -126,7 +127,7 @@ def _rank(what, unused, line):
         return 2
     if "added to" in what or what.startswith("a term put back"):
         return 4
-    return 1 if "added around" in what or "dropped" in what or what.startswith("the variable") else 0
+    return 1 if "added around" in what or "dropped" in what or what.startswith(("the variable", "the saved")) else 0
 
 
 def _kind(what):
