@@ -321,7 +321,7 @@ MISTAKES = [
     m("matmul", "ga's factors swapped", MATMUL, "return self.b.T @ gy, self.a.T @ gy", says="ga the factors"),
     m("matmul", "a not transposed", MATMUL, "return gy @ self.b.T, self.a @ gy", says="where a's transpose"),
     m("matmul", "gb's factors swapped", MATMUL, "return gy @ self.b.T, gy @ self.a.T", says="gb the factors"),
-    m("matmul", "gb transposed", MATMUL, "return gy @ self.b.T, gy.T @ self.a", says="transposed gradient"),
+    m("matmul", "gb transposed", MATMUL, "return gy @ self.b.T, gy.T @ self.a", says="gradient is transposed"),
     m("matmul", "returned in the wrong order", MATMUL, "return self.a.T @ gy, gy @ self.b.T", says="wrong order"),
     m(
         "matmul",

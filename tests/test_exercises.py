@@ -128,6 +128,21 @@ def test_the_reference_solution_passes(capsys, name):
 
 
 # ----- the slips the diagnosis names ---------------------------------------------------------------------
+def test_a_gradient_with_its_axes_in_another_order_is_put_back_by_the_fix_it_names():
+    """Every order of 2 to 4 axes of distinct lengths: the shape line names the order, and its fix gives the gradient
+    back exactly (a softmax over axis 0 worked out after np.moveaxis and never moved back, a stranger's slip)."""
+    rng = np.random.default_rng(0)
+    for ndim in (2, 3, 4):
+        shape = tuple(int(n) for n in rng.choice(np.arange(2, 9), ndim, replace=False))
+        g = rng.standard_normal(shape)
+        for order in itertools.permutations(range(ndim)):
+            if order == tuple(range(ndim)):
+                continue
+            lines, fix = diagnose.shape_problem("x", g.transpose(order), shape, shape)
+            assert f"its axes in the order {order}" in lines[1] or order[-2:] == (ndim - 1, ndim - 2), lines
+            assert "np.moveaxis" in lines[1] and np.array_equal(fix(g.transpose(order)), g)
+
+
 def test_a_flipped_sign_is_named(capsys, tmp_path):
     out = check_planted(capsys, tmp_path, "exp_log", "return gy * self.y", "return -gy * self.y")
     assert "Your gradient is exactly -1 times the right one: check the sign of your derivative." in out
@@ -138,7 +153,7 @@ def test_a_transposed_matmul_gradient_is_named_by_shape_and_on_a_square_case(cap
     out = check_planted(capsys, tmp_path, "matmul", "self.a.T @ gy", "gy.T @ self.a")
     # non-square b: the shape gives it away, and the transposed-back gradient would pass
     assert "input 'b' has shape (4, 2), but your gradient for it has shape (2, 4)" in out
-    assert "with its last two axes swapped: you computed the transposed gradient" in out
+    assert "with its last two axes swapped: your gradient is transposed" in out
     assert "Changed that way, your gradient passes this case." in out
     # square b: only the values can show it
     assert "Your gradient is the transpose of the right one" in out

@@ -19,7 +19,7 @@ too (check.py); `band` says when the wrong elements of a (T, T) step lie on one 
 """
 
 import math
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 
@@ -295,14 +295,25 @@ def shape_problem(name, g, shape, output_shape, shape_hint=""):
             f"to the loss, so its gradient is the sum over the copies. A missing sum over the broadcast "
             f"axes: sum over {_axes_words(axes)} to get back shape {shape}:  {code}",
         ], lambda g: g.sum(axis=axes).reshape(shape)
-    if len(gshape) >= 2 and gshape[:-2] == shape[:-2] and gshape[-2:] == shape[-2:][::-1]:
+    order = _axes_moved(gshape, shape)
+    if order:
+        n = len(shape)
+        moved = "its last two axes swapped: your gradient is transposed"
+        moved = moved if order == (*range(n - 2), n - 1, n - 2) else f"its axes in the order {order}"
         return [
             head,
-            f"That is {shape} with its last two axes swapped: you computed the transposed gradient. "
-            f"Check the order of the factors in your matrix product and which one is transposed.",
-        ], lambda g: g.swapaxes(-1, -2)
+            f"That is {shape} with {moved}. A matrix product with its factors in the wrong order (or the wrong one "
+            f"transposed) does this, and so does an axis moved (np.moveaxis, .swapaxes, .T) and not moved back.",
+        ], lambda g: g.transpose(np.argsort(order))
     summed = _summed_elsewhere(name, gshape, shape, tuple(output_shape))
     return [head] + (summed or ([shape_hint] if shape_hint else [])), None
+
+
+def _axes_moved(gshape, shape):
+    """The order of the axes of `shape` that makes `gshape` (the first, with the leading axes kept where it can), or
+    None when there is none but their own."""
+    orders = permutations(range(len(shape))) if len(shape) <= 6 else ()
+    return next((o for o in orders if o != tuple(sorted(o)) and tuple(shape[i] for i in o) == gshape), None)
 
 
 def _summed_elsewhere(name, gshape, shape, output_shape):
