@@ -462,6 +462,17 @@ def test_a_forgotten_keepdims_is_named_as_keepdims_not_as_the_axis(capsys, tmp_p
     assert "Does it use self.axis" not in out
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "var"])
+def test_reduced_axes_put_back_at_the_end_are_named_as_misplaced_not_as_lost(capsys, tmp_path, name):
+    """gy.reshape(gy.shape + (1,) * k) puts the size-1 axes after the kept ones: every case that raises says so, none
+    that gy lost them (a stranger's slip, 2026-12-01)."""
+    out = check_planted(
+        capsys, tmp_path, name, "np.expand_dims(gy, self.axes)", "gy.reshape(gy.shape + (1,) * len(self.axes))"
+    )
+    raised = out.count("could not be broadcast")
+    assert raised and out.count("but not where they were reduced") == raised and "gy lost" not in out, out
+
+
 def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
     out = check_planted(
         capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale"

@@ -5,6 +5,8 @@ hints live here; mean and var use them.
 """
 
 import ast
+import re
+from itertools import permutations
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
@@ -34,6 +36,12 @@ def reduction_error_hint(lines, case):
     """A reduction's backward that raised: gy without its reduced axes (not said of a line that reads only what
     forward saved: gy is not in it), or self.axis where self.axes belongs."""
     code = lines[2].strip() if len(lines) > 2 and lines[1].lstrip().startswith("at line ") else ""
+    misplaced = _ones_misplaced(lines[0]) if "could not be broadcast" in lines[0] else None
+    if misplaced:
+        return [
+            f"gy has its reduced axes back as size 1, but not where they were reduced: {misplaced}. Adding them at "
+            f"the end (a reshape, [..., None]) puts them there; np.expand_dims(gy, self.axes) puts each where it was."
+        ]
     if "could not be broadcast" in lines[0] and not case.settings.get("keepdims") and _may_read_gy(code):
         return [
             "gy lost the reduced axes (keepdims=False), so it no longer lines up with x: put them back as size 1 "
@@ -46,6 +54,17 @@ def reduction_error_hint(lines, case):
             "axes forward worked out (all of them for axis=None)."
         ]
     return []
+
+
+def _ones_misplaced(error):
+    """'(3, 6, 1) against (3, 5, 6)' when NumPy's broadcast error names two shapes with as many axes, one of them
+    the other's lengths in order with size-1 axes put in elsewhere; else None."""
+    shapes = [tuple(int(n) for n in s.split(",") if n) for s in re.findall(r"\(([\d,]+)\)", error)]
+    for a, b in permutations(shapes, 2):
+        kept, lengths = [n for n in a if n != 1], iter(b)
+        if len(a) == len(b) and len(kept) < len(a) and all(n in lengths for n in kept):  # kept: in order, in b
+            return f"{a} against {b}"
+    return None
 
 
 def _may_read_gy(code):
