@@ -411,12 +411,18 @@ def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_p
         ("function", "unbroadcast(gy * self.a / self.y", "unbroadcast(gy * 2 * self.a / self.y", ""),  # 2 times
         ("topo", "    return order", "    return order[::-1]", ""),  # a right order reversed
         ("topo", "for p in node.parents if", "for p in node.parents[1:] if", ""),  # nodes left out
+        (  # 1/sqrt(T) for 1/sqrt(D): a factor and the step it enters at say where, not what
+            "causal_attention",
+            "gq = gs @ self.k * self.scale",
+            "gq = gs @ self.k / np.sqrt(self.q.shape[-2])",
+            "the constant 2 -> 1",
+        ),
     ],
 )
 def test_a_slip_only_described_in_numbers_is_searched_and_named_at_its_line(tmp_path, name, right, wrong, change):
     """A constant factor (its cause a guess: the 2 of a square root's derivative read as sqrt of an axis length 4),
-    how many elements are wrong, which pair breaks an order or which nodes it leaves out describe what is wrong but
-    name no slip: the search runs and names the line."""
+    how many elements are wrong, which pair breaks an order or which nodes it leaves out, which step first goes wrong
+    describe what is wrong but name no slip: the search runs and names the line."""
     source = (SOLUTIONS / f"{name}.py").read_text()
     assert source.count(right) == 1
     source = source.replace(right, wrong)
