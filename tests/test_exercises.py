@@ -726,6 +726,24 @@ RECURSIVE = """    order, seen = [], set()
     visit(root)
     return order
 """
+KAHN_COUNTED_ONCE = """    consumers, seen, stack = {}, set(), [root]
+    while stack:                             # each consumer counted once per parent it uses (a set) ...
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            for p in set(node.parents):
+                consumers[id(p)] = consumers.get(id(p), 0) + 1
+                stack.append(p)
+    walk, ready = [], [root]
+    while ready:                             # ... but subtracted once per use: m = a * a frees a too early
+        node = ready.pop(0)
+        walk.append(node)
+        for p in node.parents:
+            consumers[id(p)] -= 1
+            if consumers[id(p)] == 0:
+                ready.append(p)
+    return walk[::-1]
+"""
 UNBROADCAST_RETURN = "return grad.sum(axis=tuple(range(leading)) + stretched, keepdims=True).reshape(shape)"
 
 ENGINE_SLIPS = [
@@ -803,18 +821,18 @@ ENGINE_SLIPS = [
         "probe 3/16  a.tanh(): FAILED",
         "The local derivative in the _backward of tanh is wrong",
     ),
-    ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/5  a diamond", "['a'] appear more than once"),
+    ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/6  a diamond", "['a'] appear more than once"),
     (
         "topo",
         [TOPO_BODY, REVERSED_PREORDER],
-        "probe 2/5  a diamond",
+        "probe 2/6  a diamond",
         "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
         "would visit 'a' before its consumer 'b'",
     ),
     (
         "topo",
         [TOPO_BODY, RECURSIVE],
-        "probe 5/5  a chain of 5000 nodes: FAILED",
+        "probe 5/6  a chain of 5000 nodes: FAILED",
         "topological_order raised RecursionError",
     ),
     (
@@ -889,6 +907,14 @@ def test_each_engine_track_mistake_is_named(capsys, tmp_path, name, edits, where
 
 
 ONE_OP_SLIPS = [s for s in ENGINE_SLIPS if s[3].startswith("Forgetting to accumulate in ") and s[3][-9:] == "_backward"]
+
+
+def test_a_wrong_order_the_fixed_graphs_miss_fails_on_the_random_ones(capsys, tmp_path):
+    """Kahn's algorithm counting a consumer once per parent but subtracting once per use orders every fixed graph
+    right; the random graphs (a stranger's file passed all five fixed probes, 2026-12-01) break it, and the line
+    gives the graph."""
+    out = check_planted(capsys, tmp_path, "topo", TOPO_BODY, KAHN_COUNTED_ONCE)
+    assert out.count(": FAILED") == 1 and "probe 6/6  40 random graphs" in out and "On random graph " in out, out
 
 
 @pytest.mark.parametrize("name, edits, where, expected", ONE_OP_SLIPS, ids=[str(e) for _, e, _, _ in ONE_OP_SLIPS])

@@ -23,6 +23,7 @@ import struct
 import sys
 import types
 import zipfile
+from functools import partial
 
 import numpy as np
 
@@ -271,17 +272,19 @@ def _number(v):
         return math.nan
 
 
-def _topo(index):
-    """A topo probe: the student's order of the graph, each node by its name (None: not one of the graph's nodes)."""
-    from tensorlab.exercises.catalog.topo import GRAPHS, reachable
+def _topo(graphs):
+    """A topo probe: the student's order of each graph (described as data: catalog/topo's build), each node by its name
+    (None: not one of the graph's nodes)."""
+    from tensorlab.exercises.catalog.topo import build, reachable
 
-    root = GRAPHS[index][1]()
-    function = _target("topological_order")
-    order, watched = _watched(function, lambda: _call("topological_order", lambda: function(root)))
-    if not isinstance(order, (list, tuple)):
-        return {"engine_calls": watched.engine_calls, "order": order}
-    nodes = reachable(root)
-    return {"engine_calls": watched.engine_calls, "order": [getattr(nodes.get(id(n)), "name", None) for n in order]}
+    function, orders, engine_calls = _target("topological_order"), [], []
+    for root in map(build, graphs):
+        order, watched = _watched(function, partial(_call, "topological_order", partial(function, root)))
+        engine_calls += watched.engine_calls
+        nodes = reachable(root)
+        named = isinstance(order, (list, tuple))
+        orders.append([getattr(nodes.get(id(n)), "name", None) for n in order] if named else order)
+    return {"engine_calls": engine_calls, "orders": orders}
 
 
 def _function(name, args, settings=None, what=None):

@@ -1,7 +1,9 @@
 """topo, engine 2/4: the topological order of the backward walk.
 
 Probed on graphs of Nodes whose orders are checked by the order property itself: a node left
-out, a node listed twice, a node before one of its parents, recursion too deep for Python.
+out, a node listed twice, a node before one of its parents, recursion too deep for Python. Beside
+five graphs built to show one slip each, RANDOM graphs drawn afresh on each run catch the orders
+that are right on those five and wrong elsewhere.
 """
 
 from collections import Counter
@@ -20,33 +22,47 @@ class Node:
         return f"Node({self.name!r})"
 
 
-def _diamond():
-    a = Node("a")
-    return Node("d", Node("b", a), Node("c", a))
+# A graph is described as data, [(name, (its parents' names)), ...] with every node after its parents and the root
+# last, so that the student's process (child.py) and this one build the same Nodes from it (`build`).
+CHAIN = [("a", ()), ("b", ("a",)), ("c", ("b",))]
+DIAMOND = [("a", ()), ("b", ("a",)), ("c", ("a",)), ("d", ("b", "c"))]
+SHARED = [("a", ()), ("b", ()), ("c", ()), ("x", ("a", "b")), ("y", ("x",)), ("z", ("x", "y")), ("loss", ("z", "c"))]
+TWICE = [("a", ()), ("m", ("a", "a")), ("loss", ("m",))]
+DEEP = [("n0", ())] + [(f"n{i}", (f"n{i - 1}",)) for i in range(1, 5000)]
+RANDOM = 40  # graphs in the random probe: a slip 3 graphs in 10 show (Kahn counting m = a * a once) is missed 1e-6
 
 
-def _shared_graph():
-    a, b, c = Node("a"), Node("b"), Node("c")
-    x = Node("x", a, b)
-    y = Node("y", x)
-    z = Node("z", x, y)
-    return Node("loss", z, c)
+def _random_graph(rng):
+    """6 to 16 nodes, each with 0 to 3 parents drawn (with repeats: m = a * a) mostly from the few made just before
+    it, and a loss that uses every node nothing else uses: shared parents, diamonds and paths of unequal length."""
+    graph = []
+    for i in range(int(rng.integers(6, 17))):
+        recent = [name for name, _ in graph[-6:]] if rng.random() < 0.7 else [name for name, _ in graph]
+        count = int(rng.choice([1, 1, 2, 2, 3])) if i >= 2 else 0
+        graph.append((f"n{i}", tuple(str(rng.choice(recent)) for _ in range(count))))
+    used = {parent for _, parents in graph for parent in parents}
+    return graph + [("loss", tuple(name for name, _ in graph if name not in used))]
 
 
-def _deep(n=5000):
-    node = Node("n0")
-    for i in range(1, n):
-        node = Node(f"n{i}", node)
-    return node
-
-
-GRAPHS = [
-    ("a chain a -> b -> c", lambda: Node("c", Node("b", Node("a")))),
-    ("a diamond: b and c both use a, d uses both", _diamond),
-    ("x used by y and by z = f(x, y), loss = g(z, c)", _shared_graph),
-    ("a node used twice by one consumer: m = a * a", lambda: Node("loss", Node("m", *[Node("a")] * 2))),
-    ("a chain of 5000 nodes", _deep),
+GRAPHS = [  # (title, rng -> the graphs the probe asks an order of)
+    ("a chain a -> b -> c", lambda rng: [CHAIN]),
+    ("a diamond: b and c both use a, d uses both", lambda rng: [DIAMOND]),
+    ("x used by y and by z = f(x, y), loss = g(z, c)", lambda rng: [SHARED]),
+    ("a node used twice by one consumer: m = a * a", lambda rng: [TWICE]),
+    ("a chain of 5000 nodes", lambda rng: [DEEP]),
+    (
+        f"{RANDOM} random graphs of 6 to 16 nodes, drawn afresh on each run",
+        lambda rng: [_random_graph(rng) for _ in range(RANDOM)],
+    ),
 ]
+
+
+def build(graph):
+    """The root Node of a graph described as data."""
+    nodes = {}
+    for name, parents in graph:
+        nodes[name] = Node(name, *(nodes[parent] for parent in parents))
+    return nodes[name]
 
 
 def reachable(root):
@@ -61,59 +77,70 @@ def reachable(root):
 
 def _topo_probe(index):
     def probe(student, results, rng):
-        answer = student.call("topo", index=index)
+        graphs = GRAPHS[index][1](rng)
+        answer = student.call("topo", graphs=graphs)
         used = engine_use_line("topological_order", answer["engine_calls"])
         if used:
             return [used]
-        order = answer["order"]  # the nodes' names (None: not a node of the graph)
-        if not isinstance(order, (list, tuple)):
-            return [f"topological_order returned a {type(order).__name__}; return a list of the nodes."]
-        if None in order:
-            return ["Your order holds something that is not a node of the graph: return the Node objects themselves."]
-        root = GRAPHS[index][1]()
-        nodes = {node.name: node for node in reachable(root).values()}
-        counts = Counter(order)
-        missing = [name for name in nodes if name not in counts]
-        if missing:
-            consumers = Counter(parent for node in nodes.values() for parent in {id(p) for p in node.parents})
-            shared = max(consumers.values(), default=0) > 1  # a node two consumers use: reached along two paths
-            return [
-                f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
-                f".parents all the way down), or its gradient is never passed on."
-                + (
-                    " If you count each node's consumers first and take a node when its count reaches 0 (Kahn's "
-                    "algorithm), count each consumer once: a count gathered without a visited set visits a node "
-                    "reached along two paths twice and counts it twice as a consumer of its parents, whose counts "
-                    "then never reach 0."
-                    if shared
-                    else ""
-                )
-            ]
-        twice = [name for name in nodes if counts[name] > 1]
-        if twice:
-            return [
-                f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
-                f"set of the nodes already visited): the backward walk would run its _backward twice and count "
-                f"its gradient twice."
-            ]
-        broken = _before_its_parent(order, nodes)
-        if broken and not _before_its_parent(order[::-1], nodes):
-            return [
-                "In your order every node comes before its parents: a right order reversed, root first. The backward "
-                "walk reverses the order itself, so return it with every node after its parents (root last)."
-            ]
-        if broken:
-            name, parent = broken
-            return [
-                f"In your order {name!r} (which uses {parent!r}) comes before {parent!r}. The backward walk goes "
-                f"through the order reversed, so it would visit {parent!r} before its consumer {name!r} has added its "
-                f"share into {parent!r}'s gradient: put a node in the order only after all of its parents."
-            ]
-        if order[-1] != root.name:
-            return ["root must come last: every other node is one of its ancestors."]
+        for number, (graph, order) in enumerate(zip(graphs, answer["orders"]), 1):
+            lines = judge(order, build(graph))
+            if lines and len(graphs) > 1:  # which random graph: the student can build it and try
+                described = ", ".join(f"{name} = f({', '.join(parents)})" for name, parents in graph if parents)
+                return [f"On random graph {number} of {len(graphs)} ({described}):", *lines]
+            if lines:
+                return lines
         return []
 
     return probe
+
+
+def judge(order, root):
+    """What is wrong with the student's order (the nodes' names; None: not a node of the graph) of root's graph."""
+    if not isinstance(order, (list, tuple)):
+        return [f"topological_order returned a {type(order).__name__}; return a list of the nodes."]
+    if None in order:
+        return ["Your order holds something that is not a node of the graph: return the Node objects themselves."]
+    nodes = {node.name: node for node in reachable(root).values()}
+    counts = Counter(order)
+    missing = [name for name in nodes if name not in counts]
+    if missing:
+        consumers = Counter(parent for node in nodes.values() for parent in {id(p) for p in node.parents})
+        shared = max(consumers.values(), default=0) > 1  # a node two consumers use: reached along two paths
+        return [
+            f"Your order leaves out {missing[:5]}: every node root depends on must be in it (follow "
+            f".parents all the way down), or its gradient is never passed on."
+            + (
+                " If you count each node's consumers first and take a node when its count reaches 0 (Kahn's "
+                "algorithm), count each consumer once: a count gathered without a visited set visits a node "
+                "reached along two paths twice and counts it twice as a consumer of its parents, whose counts "
+                "then never reach 0."
+                if shared
+                else ""
+            )
+        ]
+    twice = [name for name in nodes if counts[name] > 1]
+    if twice:
+        return [
+            f"{twice[:5]} appear more than once. A node reached along two paths must be visited once (keep a "
+            f"set of the nodes already visited): the backward walk would run its _backward twice and count "
+            f"its gradient twice."
+        ]
+    broken = _before_its_parent(order, nodes)
+    if broken and not _before_its_parent(order[::-1], nodes):
+        return [
+            "In your order every node comes before its parents: a right order reversed, root first. The backward "
+            "walk reverses the order itself, so return it with every node after its parents (root last)."
+        ]
+    if broken:
+        name, parent = broken
+        return [
+            f"In your order {name!r} (which uses {parent!r}) comes before {parent!r}. The backward walk goes "
+            f"through the order reversed, so it would visit {parent!r} before its consumer {name!r} has added its "
+            f"share into {parent!r}'s gradient: put a node in the order only after all of its parents."
+        ]
+    if order[-1] != root.name:
+        return ["root must come last: every other node is one of its ancestors."]
+    return []
 
 
 def _before_its_parent(order, nodes):
