@@ -473,6 +473,19 @@ def test_reduced_axes_put_back_at_the_end_are_named_as_misplaced_not_as_lost(cap
     assert raised and out.count("but not where they were reduced") == raised and "gy lost" not in out, out
 
 
+def test_a_slip_that_explains_part_of_what_another_explains_is_not_said(capsys, tmp_path):
+    """A tie's gy all to a: ga is also what "all of gy to both" gives, but gb is not; only the slip that explains both
+    is said (a stranger read the two as contradicting each other, 2026-12-01)."""
+    out = check_planted(
+        capsys,
+        tmp_path,
+        "ties",
+        "share_a = (self.a > self.b) + 0.5 * (self.a == self.b)",
+        "share_a = (self.a >= self.b) + 0.0",
+    )
+    assert "you give all of gy to a:" in out and "counting it twice" not in out, out
+
+
 def test_an_inverted_scale_is_not_explained_as_a_missing_mean(capsys, tmp_path):
     out = check_planted(
         capsys, tmp_path, "causal_attention", "gq = gs @ self.k * self.scale", "gq = gs @ self.k / self.scale"

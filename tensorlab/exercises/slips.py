@@ -41,7 +41,9 @@ def attempt(compute):
 
 
 def recognise(slips, s, student, wrong, close):
-    """The slips that reproduce the student's gradients for the `wrong` inputs: [(Slip, inputs it explains)]."""
+    """The slips that reproduce the student's gradients for the `wrong` inputs: [(Slip, inputs it explains)], less
+    those that explain only some of what another explains (a tie's gy all to a explains ga and gb; all to both, only
+    ga: the file has the first)."""
     found = []
     for slip in slips:
         predicted = slip.grads(s)
@@ -55,4 +57,4 @@ def recognise(slips, s, student, wrong, close):
         ]
         if explains:
             found.append((slip, explains))
-    return found
+    return [(slip, explains) for slip, explains in found if not any(set(explains) < set(e) for _, e in found)]
