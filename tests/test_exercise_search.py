@@ -411,6 +411,7 @@ def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_p
         ("function", "unbroadcast(gy * self.a / self.y", "unbroadcast(gy * 2 * self.a / self.y", ""),  # 2 times
         ("topo", "    return order", "    return order[::-1]", ""),  # a right order reversed
         ("topo", "for p in node.parents if", "for p in node.parents[1:] if", ""),  # nodes left out
+        ("exp_log", "return gy / self.x", "return gy / (self.x + 1e-8)", "a term dropped"),  # not finite differences
         (  # 1/sqrt(T) for 1/sqrt(D): a factor and the step it enters at say where, not what
             "causal_attention",
             "gq = gs @ self.k * self.scale",
