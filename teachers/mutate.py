@@ -45,7 +45,7 @@ from tensorlab.exercises.student import Stopped, Student, StudentError
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 UNDOING = re.compile(
     r"added (to|around)|a term added|minus sign added|\+= for =|-> np.add.at|added$|keepdims -> False|in place"
-    r"|\.T -> |max subtracted|saved value put in"
+    r"|\.T -> |max subtracted|saved value put in|if -> while"
 )
 TIME_LIMIT = 10.0
 RAISED = "raised: "  # begins the answer to a request the student's code raised on

@@ -300,6 +300,28 @@ def test_a_slip_numpy_makes_easy_is_named_by_the_edit_that_fixes_it(tmp_path, na
     assert "gy lost" not in str([case.lines for case in report.cases])
 
 
+LOOPED_UNBROADCAST = """    if g.ndim > len(shape):  # one leading axis summed, where a loop sums them all
+        g = g.sum(axis=0)
+    for i, n in enumerate(shape):
+        if n == 1 and g.shape[i] != 1:
+            g = g.sum(axis=i, keepdims=True)
+    return g
+"""
+
+
+def test_an_if_where_a_loop_belongs_is_named(tmp_path):
+    """`if` for `while`: only one of two leading axes is summed, which the shape line describes as a sum over other
+    axes; the edit that makes it a loop names it (a stranger's slip, 2026-12-01)."""
+    source = (SOLUTIONS / "mul.py").read_text()
+    body = source[source.index("    leading = g.ndim") :]
+    source = source.replace(body, LOOPED_UNBROADCAST)
+    code, report = check(tmp_path, source, name="mul")
+    line = source.splitlines().index(
+        "    if g.ndim > len(shape):  # one leading axis summed, where a loop sums them all"
+    )
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{line + 1} of my_mul.py: an `if` where a loop belongs")
+
+
 RECOMPUTED_R = "r = 1 / np.sqrt((self.xhat**2).mean(axis=-1, keepdims=True) + self.eps)"
 ARGMAX_LABELS = "labels = self.p.argmax(axis=-1)"
 

@@ -8,7 +8,7 @@ dropped, added (to any NumPy call that takes one: np.repeat) or changed, a trans
 two axes only, a chained comparison split, a math function dropped or added (sqrt exp log abs), a power dropped
 (r**3 -> r), the max subtracted inside exp, a value saved on self put where a method works one out again (r = ... ->
 r = self.r), a saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in
-another order, a condition negated, a statement dropped.
+another order, a condition negated, `if` for `while` or back, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement or power, a saved value put in, a
 dropped term that is not a name the file reads, an axis changed to one the file no longer holds (unless a value
@@ -268,6 +268,9 @@ def _alternatives(node, values, operand, added):
         out += _call_alternatives(node, axes)
     elif isinstance(node, ast.If):
         out.append(("the condition negated", ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)))
+        out.append(("if -> while", ast.While(node.test, node.body, node.orelse)))  # sums one leading axis of two
+    elif isinstance(node, ast.While):
+        out.append(("while -> if", ast.If(node.test, node.body, node.orelse)))
     elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         out.append((f"a statement dropped: {ast.unparse(node)}", ast.Pass()))
         call = node.value

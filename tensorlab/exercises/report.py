@@ -37,14 +37,14 @@ KEEPDIMS_NOTE = NOTE + (  # check.py's note that names the slip: a file that fai
     "back (np.expand_dims) only when self.keepdims is False."
 )
 FIX_ONLY = ("Changed that way, your gradient passes this case.",)  # says only that the fix works
-FACTS = re.compile(  # what is wrong, no slip named: how many elements, a gradient's wrong shape, a constant factor,
-    # a NaN or a gradient right only to 1e-8 (their causes guesses), which pair breaks an order or which nodes it
-    # leaves out (topo's), which step of the backward first goes wrong (where, not what); names_the_slip leaves those
-    # to the search
+FACTS = re.compile(  # what is wrong, no slip named: how many elements, a gradient's wrong shape, a constant
+    # factor, a NaN, a gradient right only to 1e-8 or summed over other axes (their causes guesses), which pair
+    # breaks an order or which nodes it leaves out (topo's), which step of the backward first goes wrong (where, not
+    # what); names_the_slip leaves those to the search
     r"^(input '[^']+' (\(shape \([^)]*\)\): .*elements? (is|are) wrong|has shape .*, but your gradient for it has "
     r"shape )|Your gradient is -?[\d.]+(/\d+|e[+-]\d+)? times the right one|In your order |Your order leaves out "
-    r"|Your gradient for '[^']+' (has (NaN|inf) |is close to the right one everywhere, but only to about )"
-    r"|Step by step against the reference: |Your g\w+ is right, so )"
+    r"|Your gradient for '[^']+' (has (NaN|inf) |is close to the right one everywhere, but only to about |is summed "
+    r"over )|Step by step against the reference: |Your g\w+ is right, so )"
 )
 SEED = re.compile(r"\bseed (?P<seed>\d+)\b")
 FOUND, CHANGE = "The slip is on line ", "The change: "  # search.py's lines: the slip it found, and its fix

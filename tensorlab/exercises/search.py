@@ -48,6 +48,8 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     ("axis", "an axis"),
     ("constant", "a constant"),
     ("condition", "a condition"),
+    ("if -> while", "an `if` where a loop belongs (it runs once)"),
+    ("while -> if", "a loop where an `if` belongs"),
     ("statement", "a statement that does not belong there"),
     ("self.", "a saved value (another one belongs there)"),
     ("pop(", "the end of the stack a node is taken from"),
@@ -123,7 +125,7 @@ def _rank(what, unused, line):
     if what.startswith("a term added"):
         term = what.rsplit(" ", 1)[1]
         return 0 if what.endswith(unused) else 3 if re.search(rf"(?<![\w.]){re.escape(term)}(?!\w)", line) else 5
-    if what.startswith("a statement dropped"):
+    if what.startswith("a statement dropped") or what == "if -> while":  # a while that never ends costs EACH
         return 2
     if "added to" in what or what.startswith("a term put back"):
         return 4
