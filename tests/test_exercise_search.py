@@ -322,6 +322,25 @@ def test_an_if_where_a_loop_belongs_is_named(tmp_path):
     assert code == 1 and report.found[0].startswith(f"{FOUND}{line + 1} of my_mul.py: an `if` where a loop belongs")
 
 
+JACOBIAN_WITH_DOT = """y, g = np.moveaxis(self.y, self.axis, -1), np.moveaxis(gy, self.axis, -1)
+        jacobians = [np.diag(row) - np.dot(row, row) for row in y.reshape(-1, y.shape[-1])]
+        gx = np.stack([j.T @ r for j, r in zip(jacobians, g.reshape(-1, g.shape[-1]))])
+        return np.moveaxis(gx.reshape(y.shape), -1, self.axis)"""
+
+
+def test_a_product_for_another_is_named(tmp_path):
+    """softmax's Jacobian diag(y) - y y^T built with np.dot(y, y), a number, where np.outer(y, y) belongs (a stranger's
+    slip, 2026-12-01): the edit that swaps the product names it."""
+    source = (SOLUTIONS / "softmax.py").read_text()
+    right = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True))"
+    assert source.count(right) == 1
+    source = source.replace(right, JACOBIAN_WITH_DOT)
+    code, report = check(tmp_path, source, name="softmax")
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "np.dot" in text)
+    assert code == 1 and report.found[0].startswith(f"{FOUND}{line} of my_softmax.py: a product"), report.found
+    assert "np.dot -> np.outer" in report.found[1]
+
+
 RECOMPUTED_R = "r = 1 / np.sqrt((self.xhat**2).mean(axis=-1, keepdims=True) + self.eps)"
 ARGMAX_LABELS = "labels = self.p.argmax(axis=-1)"
 

@@ -5,10 +5,11 @@ accepts: an operator swapped (+ -, * /, ** *, @ *, & |, and or), a minus sign dr
 back, an update in place made a new array (x *= v -> x = x * v), a constant changed (+1, -1, x2, /2, its sign), a
 comparison's tie flipped (> >=), a reduction dropped, added or swapped (sum mean, max min), keepdims or the axis
 dropped, added (to any NumPy call that takes one: np.repeat) or changed, a transpose removed, added or of the last
-two axes only, a chained comparison split, a math function dropped or added (sqrt exp log abs), a power dropped
-(r**3 -> r), the max subtracted inside exp, a value saved on self put where a method works one out again (r = ... ->
-r = self.r), a saved value or a variable swapped for another (self.a -> self.b, g -> gy), the returned values in
-another order, a condition negated, `if` for `while` or back, a statement dropped.
+two axes only, a chained comparison split, a math function dropped or added (sqrt exp log abs), a product for
+another (np.dot np.outer np.matmul ...), a power dropped (r**3 -> r), the max subtracted inside exp, a value saved
+on self put where a method works one out again (r = ... -> r = self.r), a saved value or a variable swapped for
+another (self.a -> self.b, g -> gy), the returned values in another order, a condition negated, `if` for `while` or
+back, a statement dropped.
 
 Almost every edit is undone by another edit. The exceptions: a dropped statement or power, a saved value put in, a
 dropped term that is not a name the file reads, an axis changed to one the file no longer holds (unless a value
@@ -34,6 +35,7 @@ TIES |= {ast.In: ast.NotIn, ast.NotIn: ast.In}
 REDUCTIONS = {"sum": "mean", "mean": "sum", "max": "min", "min": "max"}
 DROPPABLE = {"sqrt", "exp", "log", "abs", "copy"}
 WRAPPERS = ("sqrt", "exp", "log")  # added around a value: the undoing of a dropped one
+PRODUCTS = ("dot", "outer", "matmul", "multiply", "inner")  # np.dot(y, y) where np.outer(y, y) belongs: one for another
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.Gt: ">"}
 SYMBOLS |= {ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or"}
 BUILTINS = {"np", "tuple", "range", "len", "sum", "abs", "min", "max"}  # what an ingredient may read beside the file
@@ -290,6 +292,11 @@ def _call_alternatives(node, axes):
         out.append(("pop() -> pop(0)", ast.Call(node.func, [ast.Constant(0)], [])))
     if attr == "pop" and len(node.args) == 1:
         out.append(("pop(0) -> pop()", ast.Call(node.func, [], [])))
+    if on_numpy and attr in PRODUCTS:
+        for other in PRODUCTS:
+            if other != attr:
+                product = ast.Call(ast.Attribute(node.func.value, other, ast.Load()), node.args, node.keywords)
+                out.append((f"a product swapped: np.{attr} -> np.{other}", product))
     if attr in REDUCTIONS or attr in ("swapaxes", "transpose") or attr in DROPPABLE:
         out.append((f".{attr}(...) dropped", target))
     if on_numpy and attr == "exp" and len(node.args) == 1:  # exp(x) overflows past x = 709; exp(x - max) never

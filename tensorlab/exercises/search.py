@@ -60,6 +60,7 @@ KINDS = [  # (words in an edit's description, what kind of slip it undoes), the 
     (" -> !", "a comparison"),
     (" -> in", "a comparison"),
     (" -> not", "a comparison"),
+    ("a product swapped", "a product (another kind of product belongs there)"),
     ("np.", "a function applied (or not)"),
     ("sum", "a reduction"),
     ("mean", "a reduction"),
