@@ -763,6 +763,8 @@ MISTAKES = [
     m("adamw", "decay without lr", DECAY, "param = param - weight_decay * param", says="learning rate"),
     m("adamw", "no decay", DECAY, "pass", says="no weight decay"),
     m("adamw", "eps inside the root", "np.sqrt(v_hat) + eps", "np.sqrt(v_hat + eps)", says="eps belongs outside"),
+    m("adamw", "eps added to param", UPDATE, "param = param - lr * m_hat / np.sqrt(v_hat) + eps", says="eps is added"),
+    m("adamw", "decay's brackets", DECAY, "param = param * (1 - lr) * weight_decay", says="brackets belong around"),
     m("adamw", "m's betas swapped", M_LINE, "m = (1 - b1) * m + b1 * grad", says="beta1 and 1 - beta1 are swapped"),
     m("adamw", "v's betas swapped", V_LINE, "v = (1 - b2) * v + b2 * grad * grad", says="beta2 and 1 - beta2"),
     m("adamw", "v not squared", V_LINE, "v = b2 * v + (1 - b2) * grad", says="squared gradient"),

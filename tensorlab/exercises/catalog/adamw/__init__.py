@@ -50,6 +50,10 @@ SLIPS = {
     "step_minus_one": "Your bias correction uses step - 1, which divides by 1 - beta**0 = 0 at the first step; "
     "`step` is t, counting from 1: use 1 - beta**step.",
     "eps_inside_sqrt": "eps belongs outside the square root: divide by sqrt(v_hat) + eps, not sqrt(v_hat + eps).",
+    "eps_outside": "Your eps is added to param, outside the fraction: it belongs in the denominator, "
+    "param - lr * m_hat / (sqrt(v_hat) + eps), brackets around it.",
+    "decay_brackets": "Your weight decay multiplies param by (1 - lr) * weight_decay: the brackets belong around "
+    "the whole factor, param * (1 - lr * weight_decay).",
     "no_sqrt": "The denominator needs a square root: sqrt(v_hat) + eps (v is a mean of squares).",
     "v_abs": "v is off: it is the running mean of the squared gradient, grad * grad, not of abs(grad): "
     "v = beta2 * v + (1 - beta2) * grad * grad.",
@@ -184,7 +188,7 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
     if "l2" in slips:
         grad = grad + weight_decay * param
     decay = made({"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}, lr * weight_decay)
-    p = param - decay * param
+    p = param * (1 - lr) * weight_decay if "decay_brackets" in slips else param - decay * param
     m = (1 - b1) * m + b1 * grad if "m_betas" in slips else b1 * m + (1 - b1) * grad
     square = made({"v_not_squared": grad, "v_abs": np.abs(grad)}, grad * grad)
     v = (1 - b2) * v + b2 * square if "v_betas" in slips else b2 * v + (1 - b2) * square
@@ -195,11 +199,12 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
         power1, power2 = 1 - (1 - b1) ** n, 1 - (1 - b2) ** n
     m_hat = m if {"no_bias_correction", "no_bias_correction1"} & slips else m / (1 - power1)
     v_hat = v if {"no_bias_correction", "no_bias_correction2"} & slips else v / (1 - power2)
+    shift = eps if "eps_outside" in slips else 0.0  # param - lr * m_hat / sqrt(v_hat) + eps
     if "eps_inside_sqrt" in slips:
         denominator = np.sqrt(v_hat + eps)
     else:
-        denominator = (v_hat if "no_sqrt" in slips else np.sqrt(v_hat)) + eps
-    p = p - made({"update_sign": -lr, "no_lr": 1.0}, lr) * m_hat / denominator
+        denominator = (v_hat if "no_sqrt" in slips else np.sqrt(v_hat)) + eps - shift
+    p = p - made({"update_sign": -lr, "no_lr": 1.0}, lr) * m_hat / denominator + shift
     if "decay_after" in slips:
         p = p - lr * weight_decay * p
     return p, m_hat if "returns_m_hat" in slips else m, v_hat if "returns_v_hat" in slips else v
