@@ -739,6 +739,16 @@ RECURSIVE = """    order, seen = [], set()
     visit(root)
     return order
 """
+BREADTH_FIRST = """    order, seen, queue = [root], {id(root)}, [root]
+    while queue:
+        node = queue.pop(0)
+        for p in node.parents:
+            if id(p) not in seen:
+                seen.add(id(p))
+                order.append(p)
+                queue.append(p)
+    return order[::-1]
+"""
 KAHN_COUNTED_ONCE = """    consumers, seen, stack = {}, set(), [root]
     while stack:                             # each consumer counted once per parent it uses (a set) ...
         node = stack.pop()
@@ -841,6 +851,12 @@ ENGINE_SLIPS = [
         "probe 2/6  a diamond",
         "In your order 'b' (which uses 'a') comes before 'a'. The backward walk goes through the order reversed, so it "
         "would visit 'a' before its consumer 'b'",
+    ),
+    (
+        "topo",
+        [TOPO_BODY, BREADTH_FIRST],
+        "probe 3/6  x used by y and by z = f(x, y), loss = g(z, c): FAILED",
+        "Your order is a breadth-first walk from the root, reversed",
     ),
     (
         "topo",

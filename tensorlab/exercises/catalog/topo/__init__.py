@@ -137,10 +137,33 @@ def judge(order, root):
             f"In your order {name!r} (which uses {parent!r}) comes before {parent!r}. The backward walk goes "
             f"through the order reversed, so it would visit {parent!r} before its consumer {name!r} has added its "
             f"share into {parent!r}'s gradient: put a node in the order only after all of its parents."
+            + (BREADTH_FIRST if _breadth_first(order, root) else "")
         ]
     if order[-1] != root.name:
         return ["root must come last: every other node is one of its ancestors."]
     return []
+
+
+BREADTH_FIRST = (
+    " Your order is a breadth-first walk from the root, reversed: it places a node reached along a short path and a "
+    "long one by the short one, before a consumer further down the long one. A breadth-first order is not "
+    "topological; a depth-first post-order (a node after all of its parents) or Kahn's algorithm is."
+)
+
+
+def _breadth_first(order, root):
+    """Whether the order, reversed, is a breadth-first walk from root (each node's parents taken in order, or in the
+    reverse order)."""
+    for turn in (1, -1):
+        walk, seen = [root], {root.name}
+        for node in walk:  # walk grows as the loop goes: a queue
+            for parent in node.parents[::turn]:
+                if parent.name not in seen:
+                    seen.add(parent.name)
+                    walk.append(parent)
+        if [node.name for node in reversed(walk)] == list(order):
+            return True
+    return False
 
 
 def _before_its_parent(order, nodes):
