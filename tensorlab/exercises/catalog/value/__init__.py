@@ -1,7 +1,9 @@
 """value, engine 1/4: a scalar Value with + * tanh exp and backward (micrograd).
 
-Probed with small programs whose right answers need no backward: the same expression on plain
-floats gives the data, central differences the gradients. The typical mistakes are named: the
+Probed with small programs: the same expression on float64 Tensors gives the data, and the engine's
+autograd through it the exact gradients, which a student's are judged against as a gradient case
+judges (to 1e-12 of their scale: a derivative taken by finite differences inside a _backward,
+right to 1e-9, fails). The typical mistakes are named: the
 local derivative of each op; a Value used twice, probed op by op (forgetting to accumulate, `=`
 where `+=` belongs, named in the op it slipped in); a node reached along two paths (visiting a
 node before its consumers).
@@ -9,29 +11,19 @@ node before its consumers).
 
 import math
 
+import numpy as np
+
 from tensorlab.exercises.check import Exercise, Probe
+from tensorlab.exercises.diagnose import APPROXIMATE
+from tensorlab.exercises.gradient import RTOL
 from tensorlab.exercises.student import later
+from tensorlab.tensor import Tensor
 
-
-class _Float:
-    """The same expression on plain floats, for the right value and finite differences."""
-
-    def __init__(self, data):
-        self.data = float(data)
-
-    def __add__(self, other):
-        return _Float(self.data + getattr(other, "data", other))
-
-    def __mul__(self, other):
-        return _Float(self.data * getattr(other, "data", other))
-
-    def tanh(self):
-        return _Float(math.tanh(self.data))
-
-    def exp(self):
-        return _Float(math.exp(self.data))
-
-    __radd__, __rmul__ = __add__, __mul__
+FINITE_DIFFERENCES = (
+    "Your gradients are close to the right ones, but only to about {off:.0e} of their size, where a derivative "
+    "written down agrees to 1e-15: a _backward works its local derivative out by finite differences (the op run "
+    "again at nudged inputs), or in float32. Write the derivative itself (1 - t * t for tanh, out.data for exp)."
+)
 
 
 def _chain(a, n=1500):
@@ -90,7 +82,7 @@ def _value_probe(index):
     def probe(student, results, rng):
         values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
         answer = student.call("value", index=index, values=values)
-        expected = expression(*[_Float(v) for v in values]).data
+        expected, right = _reference(expression, values)
         if not math.isclose(answer["data"], expected, rel_tol=1e-9, abs_tol=1e-12):
             return [
                 f"{title} gives data {answer['shown']}, expected {expected:.8g}: the forward value "
@@ -99,15 +91,17 @@ def _value_probe(index):
         later(answer)
         grads = answer["grads"]
         wrong, too_large = [], []
-        for i, grad in enumerate(grads):
-            numeric = _numeric(expression, values, i)
-            if not math.isclose(grad, numeric, rel_tol=1e-5, abs_tol=1e-7):
-                wrong.append(f"{'abc'[i]}.grad is {grad:.8g}, expected {numeric:.8g}")
-                too_large.append(abs(grad) > abs(numeric) * 1.01)
+        for i, (grad, r) in enumerate(zip(grads, right)):
+            if not _close(grad, r, right):
+                wrong.append(f"{'abc'[i]}.grad is {_shown(grad, r)}")
+                too_large.append(abs(grad) > abs(r) * 1.01)
         if not wrong and meaning.startswith("the _backward"):
-            wrong = _chain_rule(student, index, expression, values)
+            wrong = _chain_rule(student, index, right, values)
         if not wrong:
             return []
+        if all(_close(grad, r, right, APPROXIMATE) for grad, r in zip(grads, right)):
+            off = max(abs(grad - r) for grad, r in zip(grads, right)) / max(map(abs, right))
+            return ["; ".join(wrong) + ".", FINITE_DIFFERENCES.format(off=off)]
         # a missing accumulation loses contributions; a node visited twice adds one too many
         cause = "order" if meaning.startswith("accumulate") and all(too_large) else meaning
         return ["; ".join(wrong) + "."] + _value_diagnosis(cause, grads, results)
@@ -115,18 +109,18 @@ def _value_probe(index):
     return probe
 
 
-def _chain_rule(student, index, expression, values, upstream=1.7):
+def _chain_rule(student, index, right, values, upstream=1.7):
     """[what is wrong] when the op's _backward, run alone with out.grad = upstream, does not scale by it.
 
     backward() starts from grad 1, where a _backward that forgets to multiply by out.grad is still right.
     """
     answer = student.call("value", index=index, values=values, upstream=upstream)
     later(answer)
+    scaled = [upstream * r for r in right]
     return [
-        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {grad:.8g}, expected "
-        f"{upstream * _numeric(expression, values, i):.8g}"
-        for i, grad in enumerate(answer["grads"])
-        if not math.isclose(grad, upstream * _numeric(expression, values, i), rel_tol=1e-5, abs_tol=1e-7)
+        f"with out.grad = {upstream} and its _backward run alone, {'abc'[i]}.grad is {_shown(grad, r)}"
+        for i, (grad, r) in enumerate(zip(answer["grads"], scaled))
+        if not _close(grad, r, scaled)
     ]
 
 
@@ -174,19 +168,30 @@ def _failed(results, meaning):
     return [probe for probe in PROBES if probe[-1].startswith(meaning) and results.get(probe[0]) is False]
 
 
-def _numeric(expression, values, i, eps=1e-6):
-    def at(shift):
-        shifted = [v + shift if j == i else v for j, v in enumerate(values)]
-        return expression(*[_Float(v) for v in shifted]).data
+def _reference(expression, values):
+    """(data, [the gradient of each input]) of the expression on float64 Tensors, through the engine's autograd."""
+    inputs = [Tensor(np.float64(v), requires_grad=True) for v in values]
+    out = expression(*inputs)
+    out.backward()
+    return float(out.data), [float(x.grad) for x in inputs]
 
-    return (at(eps) - at(-eps)) / (2 * eps)
+
+def _close(grad, r, right, rtol=RTOL):
+    """grad is r to rtol of (|r| + the probe's largest |gradient|): the gradient cases' rule."""
+    return isinstance(grad, (int, float)) and abs(grad - r) <= rtol * (abs(r) + max(map(abs, right)))
+
+
+def _shown(grad, r):
+    """'0.68271361, expected 0.70118', every digit where the two agree to eight."""
+    digits = ".17g" if f"{grad:.8g}" == f"{r:.8g}" else ".8g"
+    return f"{grad:{digits}}, expected {r:{digits}}"
 
 
 EXERCISE = Exercise(
     "value",
     "engine 1/4: a scalar Value with + * tanh exp and backward (micrograd)",
     [Probe(title, "Value", "class", _value_probe(index)) for index, (title, *_) in enumerate(PROBES)],
-    against="your Value's data and gradients vs the same expression on floats and its central differences",
+    against="your Value's data and gradients vs the same expression through tensorlab's autograd (float64)",
     agrees="your Value gives the right data and gradients",
     unit="probe",
 )
