@@ -23,6 +23,7 @@ import pytest
 from teachers import classroom
 from tensorlab.exercises import BY_NAME, EXERCISES, diagnose
 from tensorlab.exercises.__main__ import main
+from tensorlab.exercises.gradient import Case
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tensorlab" / "exercises"
@@ -1107,6 +1108,46 @@ def test_adamw_says_which_quantity_is_off(capsys, tmp_path):
     )
     assert "param is wrong" in out and "m is right" in out and "v is wrong" in out
     assert "the running mean of the squared gradient" in out
+
+
+PERTURBED_BACKWARD = """
+
+def _perturbed(backward):
+    def perturbed(self, gy):
+        grads = backward(self, gy)
+        single = not isinstance(grads, tuple)
+        grads = (grads,) if single else grads
+        floats = [g for g in grads if isinstance(g, np.ndarray) and g.dtype.kind == "f"]
+        scale = max(float(np.abs(g).max(initial=0.0)) for g in floats) or 1.0
+        floats[0].reshape(-1)[0] += 1e-10 * scale  # one element, off by 1e-10 of the case's largest gradient
+        return grads[0] if single else grads
+
+    return perturbed
+
+
+for _cls in [c for c in list(globals().values()) if isinstance(c, type) and issubclass(c, Function)]:
+    if _cls is not Function:
+        _cls.backward = _perturbed(_cls.backward)
+"""
+
+
+@pytest.mark.parametrize("name", [e.name for e in EXERCISES if isinstance(e.cases[0], Case)])
+def test_a_gradient_off_by_more_than_rounding_fails_every_case(capsys, tmp_path, name):
+    """Every gradient exercise, every case: one element off by 1e-10 of the case's largest gradient fails (a derived
+    formula agrees to 1e-15; the verdict's rule is 1e-12 of that scale)."""
+    path = tmp_path / f"my_{name}.py"
+    path.write_text((SOLUTIONS / f"{name}.py").read_text() + PERTURBED_BACKWARD)
+    code, out = run(capsys, "check", name, path)
+    assert code == 1 and out.count(": FAILED") == len(BY_NAME[name].cases), out
+
+
+def test_a_forward_of_ones_own_off_by_more_than_rounding_is_refused(capsys, tmp_path):
+    """The engine track's own forward (hypot) off by 1e-10 of its size: refused as the wrong forward in every case
+    (it was judged to 1e-9 relative), whose gradients are the right ones for it."""
+    out = check_planted(
+        capsys, tmp_path, "function", "self.y = np.sqrt(a * a + b * b)", "self.y = np.sqrt(a * a + b * b) * (1 + 1e-10)"
+    )
+    assert out.count("Hypot.forward does not compute what the exercise asks") == len(BY_NAME["function"].cases), out
 
 
 @pytest.mark.parametrize("quantity", range(3))

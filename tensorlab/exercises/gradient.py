@@ -253,7 +253,8 @@ def _student_op(case, student, inputs, gy, expected):
     name = case.cls
     answer = student.call("op", cls=name, settings=case.settings, inputs=inputs, gy=gy)
     y = answer["y"]
-    if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, rtol=1e-9, atol=1e-12):
+    scale = float(np.abs(expected).max(initial=0.0))
+    if not hasattr(y, "shape") or np.shape(y) != expected.shape or not np.allclose(y, expected, RTOL, RTOL * scale):
         if case.forward_is_yours:
             raise StudentError(
                 f"{name}.forward does not compute what the exercise asks: its output differs from "

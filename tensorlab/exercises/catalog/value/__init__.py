@@ -9,8 +9,6 @@ where `+=` belongs, named in the op it slipped in); a node reached along two pat
 node before its consumers).
 """
 
-import math
-
 import numpy as np
 
 from tensorlab.exercises.check import Exercise, Probe
@@ -83,7 +81,7 @@ def _value_probe(index):
         values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
         answer = student.call("value", index=index, values=values)
         expected, right = _reference(expression, values)
-        if not math.isclose(answer["data"], expected, rel_tol=1e-9, abs_tol=1e-12):
+        if not _close(answer["data"], expected, [expected]):
             return [
                 f"{title} gives data {answer['shown']}, expected {expected:.8g}: the forward value "
                 f"is wrong (check the arithmetic each op puts in its output Value)."
