@@ -234,7 +234,8 @@ def _alternatives(node, values, operand, added):
         out.append(("+= for =", ast.AugAssign(node.targets[0], ast.Add(), node.value)))
         if isinstance(node.targets[0], ast.Name) and isinstance(node.value, (ast.Call, ast.BinOp)):
             target = node.targets[0].id  # r worked out again in backward (from xhat, say) where forward saved self.r
-            for attr in saved:
+            read = {n.attr for n in ast.walk(node.value) if on_self(n)}  # self.p.copy() -> self.p: a term dropped
+            for attr in [a for a in saved if a not in read]:
                 value = ast.Attribute(ast.Name("self", ast.Load()), attr, ast.Load())
                 out.append((f"the saved value put in: {target} = self.{attr}", ast.Assign(node.targets, value)))
         if isinstance(node.targets[0], ast.Subscript):  # a[i] = v -> np.add.at(a, i, v): repeated indices add up
