@@ -35,7 +35,7 @@ import numpy as np
 
 from tensorlab.exercises import check, stages
 from tensorlab.exercises.catalog import BY_NAME, EXERCISES, adamw, topo, unbroadcast, value
-from tensorlab.exercises.edits import edits
+from tensorlab.exercises.edits import distinct, edits
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import Report
 from tensorlab.exercises.runner import check_file
@@ -63,8 +63,8 @@ def mutants(name):
 
 
 def _one_change(name, source):
-    found = edits(source, students_part(BY_NAME[name]))
-    return [(f"line {line}: {what}", text) for line, what, text in found if not UNDOING.search(what)]
+    found = [edit for edit in edits(source, students_part(BY_NAME[name])) if not UNDOING.search(edit[1])]
+    return [(f"line {line}: {what}", text) for line, what, text in distinct(found)]
 
 
 def second_order(name, count, seed):

@@ -45,11 +45,13 @@ SYMBOLS |= {ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: 
 
 def edits(source, within=lambda function: True, ingredients=()):
     """[(line, what changed, new source)]: one change each, inside the functions `within(function node)` accepts,
-    no two alike and none the same as `source`; `ingredients` (unparsed expressions) join the terms and axes."""
+    none the same as `source`; `ingredients` (unparsed expressions) join the terms and axes. Two edits can make one
+    file (`.copy()` dropped, a saved value put in): a caller keeps the edits it wants, then the first of each file
+    (`distinct`)."""
     tree = ast.parse(source)
     axes, reductions, terms = _additions(tree, [i for i in ingredients if i.startswith("tuple(")])  # axes too
     added, lines = (axes, reductions, terms, ingredients), source.splitlines(keepends=True)
-    found, seen = [], {source}
+    found = []
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node, values, operand, statement in list(_sites(tree, within)):
         original = ast.unparse(statement)
@@ -63,10 +65,17 @@ def edits(source, within=lambda function: True, ingredients=()):
             indent = " " * statement.col_offset
             written = "".join(f"{indent}{line}\n" for line in code.splitlines())
             text = "".join(lines[: statement.lineno - 1]) + written + "".join(lines[statement.end_lineno :])
-            if text not in seen:
-                seen.add(text)
+            if text != source:
                 found.append((node.lineno, what, text))
     return found
+
+
+def distinct(found):
+    """The edits of `found` less those that make a file an earlier one made: each file under its first description."""
+    first = {}
+    for edit in found:
+        first.setdefault(edit[2], edit)
+    return list(first.values())
 
 
 def _sites(tree, within):

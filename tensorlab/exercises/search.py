@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from tensorlab.exercises.check import check
-from tensorlab.exercises.edits import edits, ingredients, unread
+from tensorlab.exercises.edits import distinct, edits, ingredients, unread
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.report import CHANGE, FOUND
 from tensorlab.exercises.student import TENSORLAB, Stopped, Student, StudentError, Wrong
@@ -81,7 +81,7 @@ def found(exercise, path, source, seed, first=()):
     except SyntaxError:
         return []
     unused, lines = tuple(f" {name}" for name in unread(ast.parse(source))), source.splitlines()
-    tried.sort(key=lambda edit: _rank(edit[1], unused, lines[edit[0] - 1]))
+    tried = distinct(sorted(tried, key=lambda edit: _rank(edit[1], unused, lines[edit[0] - 1])))
     student = None
     try:
         for line, what, text in tried[:MOST]:
