@@ -93,13 +93,13 @@ def _value_probe(index):
             if not _close(grad, r, right):
                 wrong.append(f"{'abc'[i]}.grad is {_shown(grad, r)}")
                 too_large.append(abs(grad) > abs(r) * 1.01)
+        if wrong and all(_close(grad, r, right, APPROXIMATE) for grad, r in zip(grads, right)):
+            off = max(abs(grad - r) for grad, r in zip(grads, right)) / max(map(abs, right))
+            return ["; ".join(wrong) + ".", FINITE_DIFFERENCES.format(off=off)]
         if not wrong and meaning.startswith("the _backward"):
             wrong = _chain_rule(student, index, right, values)
         if not wrong:
             return []
-        if all(_close(grad, r, right, APPROXIMATE) for grad, r in zip(grads, right)):
-            off = max(abs(grad - r) for grad, r in zip(grads, right)) / max(map(abs, right))
-            return ["; ".join(wrong) + ".", FINITE_DIFFERENCES.format(off=off)]
         # a missing accumulation loses contributions; a node visited twice adds one too many
         cause = "order" if meaning.startswith("accumulate") and all(too_large) else meaning
         return ["; ".join(wrong) + "."] + _value_diagnosis(cause, grads, results)
