@@ -1018,6 +1018,8 @@ def test_an_exception_points_at_the_students_line_with_the_shapes(capsys, tmp_pa
         # a stranger's: the saved output aliased, then written (it read as an edited forward)
         ("exp_log", "return gy * self.y", "gx = self.y\n        gx *= gy\n        return gx", "forward's output"),
         ("exp_log", "return gy / self.x", "self.x **= -1\n        return gy * self.x", "Log.backward changes 'x' in"),
+        # what forward saved, written: right once, wrong on a second backward (retain_graph=True); a stranger's
+        ("log_softmax_nll", "gx = self.p.copy()", "gx = self.p", "LogSoftmaxNLL.backward changes self.p in place"),
     ],
 )
 def test_an_array_backward_was_handed_changed_in_place_is_caught(capsys, tmp_path, name, right, wrong, changed):

@@ -224,14 +224,21 @@ def _op(cls, settings, inputs, gy, engine=False):
     answer = {"y": np.copy(y) if isinstance(y, np.ndarray) else y}
 
     def backward():
+        handed = [given, y, *xs]  # gy, forward's output, its inputs: judged as such, not as what forward saved
+        saved = {
+            f"self.{k}": np.copy(v)
+            for k, v in vars(op).items()
+            if isinstance(v, np.ndarray) and not any(v is h for h in handed)
+        }
         grads, watched = _watched(type(op).backward, lambda: _call(f"{cls}.backward", lambda: op.backward(given)))
-        handed, before = [given, y, *xs], [gy, answer["y"], *inputs]  # gy, forward's output, its inputs
+        before = [gy, answer["y"], *inputs]
         answer.update(
             grads=grads,
             locals=watched.locals,
             engine_calls=watched.engine_calls,
             forwards=watched.calls(type(op).forward),
             changed=[i for i, (a, b) in enumerate(zip(handed, before)) if _written(a, b)],
+            rewritten=[k for k, v in saved.items() if _written(getattr(op, k[5:], None), v)],  # a second backward
         )
 
     return answer | _later(backward)

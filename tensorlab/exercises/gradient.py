@@ -284,12 +284,13 @@ def _student_op(case, student, inputs, gy, expected):
             f"NumPy on gy and what forward saved."
         )
     changed = [["gy", "forward's output", *map(repr, case.names)][i] for i in answer["changed"]]
-    if changed:
+    if changed or answer["rewritten"]:
         raise StudentError(
-            f"{name}.backward changes {' and '.join(changed)} in place (as `gy *= ...`, `g[...] = ...`, or "
-            f"`g = self.y` then `g *= gy`, where both names hold one array, do). The engine hands those arrays to "
-            f"other ops as well, whose results would change with them: compute into a new array instead, e.g. "
-            f"`gx = gy * ...`."
+            f"{name}.backward changes {' and '.join(changed + answer['rewritten'])} in place (as `gy *= ...`, "
+            f"`g[...] = ...`, or `g = self.y` then `g *= gy`, where both names hold one array, do). The engine hands "
+            f"those arrays to other ops as well, and a second backward of the same forward (retain_graph=True) reads "
+            f"what forward saved again: their results would change with them. Compute into a new array instead, e.g. "
+            f"`gx = gy * ...` or `g = self.p.copy()`."
         )
     return y, answer["grads"], answer["locals"]
 
