@@ -89,10 +89,11 @@ def requests(exercise, seed):
         for case in exercise.cases:
             for edge in (None, None, "zeros", "ties", "near 1000"):
                 inputs = [_edge(x, edge) for x in case.make(rng)]
+                settings = case.draw(rng, inputs) if case.draw else case.settings
                 with np.errstate(all="ignore"):
-                    shape = np.shape(stages.forward(case.graph, inputs, case.settings))
+                    shape = np.shape(stages.forward(case.graph, inputs, settings))
                 gy = np.asarray(rng.standard_normal(shape))
-                found.append(("op", dict(cls=case.cls, settings=case.settings, inputs=inputs, gy=gy)))
+                found.append(("op", dict(cls=case.cls, settings=settings, inputs=inputs, gy=gy)))
         return found
     if exercise.name == "value":
         values = [[v + rng.uniform(-0.1, 0.1) for v in start] for _, _, start, _ in value.PROBES]

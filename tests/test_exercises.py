@@ -1149,6 +1149,25 @@ def test_a_gradient_off_by_more_than_rounding_fails_every_case(capsys, tmp_path,
     assert code == 1 and out.count(": FAILED") == len(BY_NAME[name].cases), out
 
 
+@pytest.mark.parametrize(
+    "name, right, wrong",
+    [  # a stranger's files, right on every chosen case (2026-12-01)
+        (  # any negative axis taken as the last
+            "softmax",
+            "(gy * self.y).sum(axis=self.axis, keepdims=True)",
+            "(gy * self.y).sum(axis=self.axis if self.axis >= 0 else -1, keepdims=True)",
+        ),
+        ("ties", "(self.low <= self.x) & (self.x <= self.high)", "np.abs(self.x) <= self.high"),  # symmetric limits
+        ("exp_log", "return gy / self.x", "return gy / (self.x + 1e-12)"),  # a safe division, off at x = 1e-6
+    ],
+)
+def test_a_slip_no_chosen_case_shows_fails_on_the_drawn_ones(capsys, tmp_path, name, right, wrong):
+    """Shapes, settings and magnitudes drawn afresh on each run (50 draws in one case) catch what a list of chosen cases
+    leaves out, and say the draw that fails."""
+    out = check_planted(capsys, tmp_path, name, right, wrong)
+    assert out.count(": FAILED") == 1 and "drawn afresh on each run: FAILED\n    With " in out, out
+
+
 def test_a_forward_of_ones_own_off_by_more_than_rounding_is_refused(capsys, tmp_path):
     """The engine track's own forward (hypot) off by 1e-10 of its size: refused as the wrong forward in every case
     (it was judged to 1e-9 relative), whose gradients are the right ones for it."""

@@ -31,6 +31,18 @@ def near_1000(*shape):
     return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
 
 
+def drawn_shape(rng, ndims=(1, 4), longest=5):
+    """A shape of ndims[0] to ndims[1] axes, each 1 to `longest` long, drawn afresh on each run: what a list of chosen
+    shapes leaves out (a 1-d or 4-d input, a negative axis of a 3-d one)."""
+    return tuple(int(n) for n in rng.integers(1, longest + 1, size=int(rng.integers(ndims[0], ndims[1] + 1))))
+
+
+def spread(rng, shape):
+    """Normal values times magnitudes drawn from 1e-14 to 1e2: a constant that keeps a division or a log safe
+    (x + 1e-12, max(x, 1e-12)) changes the smallest by more than rounding."""
+    return rng.standard_normal(shape) * 10.0 ** rng.uniform(-14, 2, shape)
+
+
 def inputs(*makers):
     """One maker per forward argument, as a case's `make`: rng -> [arrays]."""
     return lambda rng: [make(rng) for make in makers]

@@ -4,7 +4,7 @@ import numpy as np
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
+from tensorlab.exercises.gradient import Case, no_settings
 from tensorlab.exercises.inputs import inputs, normal
 from tensorlab.exercises.slips import Slip, attempt
 
@@ -236,6 +236,12 @@ def _leaks(before, after, i, shape):
     return leaks
 
 
+def _drawn_heads(rng):
+    """q, k, v of a drawn (B, H, T, D): batches and heads beyond one, a single position, a single channel."""
+    shape = tuple(int(n) for n in rng.integers(1, [4, 4, 6, 6]))
+    return [rng.standard_normal(shape) for _ in range(3)]
+
+
 EXERCISE = Exercise(
     "causal_attention",
     "y = softmax(q k^T / sqrt(D) + causal mask) v: matmul and softmax together",
@@ -254,5 +260,6 @@ EXERCISE = Exercise(
             inputs(*[normal(1, 3, 4, 4)] * 3),
             _scores_up_to_1000(1, 2, 4, 4),  # a score of 1,000: exp overflows in float64 unless the max goes first
         ]
-    ],
+    ]
+    + [Case("CausalAttention", ("q", "k", "v"), _drawn_heads, graph, draw=no_settings, slips=CAUSAL_ATTENTION)],
 )

@@ -4,8 +4,8 @@ import numpy as np
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import inputs, normal
+from tensorlab.exercises.gradient import Case, no_settings
+from tensorlab.exercises.inputs import drawn_shape, inputs, normal
 from tensorlab.exercises.slips import Slip
 
 
@@ -54,6 +54,12 @@ def _embedding_hint(inputs, name, report, context):
     return hints
 
 
+def _drawn_lookup(rng):
+    """ids of 0 to 3 axes (one id alone, too), repeats likely, into a table of 2 to 5 rows."""
+    table = rng.standard_normal((int(rng.integers(2, 6)), int(rng.integers(1, 5))))
+    return [rng.integers(0, len(table), drawn_shape(rng, (0, 3))), table]
+
+
 EXERCISE = Exercise(
     "embedding",
     "y = weight[ids]: repeated ids add up in the table's gradient",
@@ -70,5 +76,16 @@ EXERCISE = Exercise(
             hint=_embedding_hint,
         )
         for ids, table in [([4, 0, 2], (5, 3)), ([[1, 3, 1], [0, 3, 1]], (6, 4))]
+    ]
+    + [
+        Case(
+            "Embedding",
+            ("ids", "weight"),
+            _drawn_lookup,
+            graph,
+            draw=no_settings,
+            slips=EMBEDDING,
+            hint=_embedding_hint,
+        )
     ],
 )

@@ -4,8 +4,8 @@ import numpy as np
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import inputs, normal, positive
+from tensorlab.exercises.gradient import Case, no_settings
+from tensorlab.exercises.inputs import drawn_shape, inputs, normal, positive, spread
 from tensorlab.exercises.slips import Slip
 
 
@@ -59,5 +59,8 @@ EXERCISE = Exercise(
     [
         Case("Exp", ("x",), inputs(normal(3, 4)), exp, slips=EXP),
         Case("Log", ("x",), inputs(positive(3, 4)), log, slips=LOG),
+        Case(
+            "Log", ("x",), inputs(lambda rng: np.abs(spread(rng, drawn_shape(rng)))), log, draw=no_settings, slips=LOG
+        ),
     ],
 )

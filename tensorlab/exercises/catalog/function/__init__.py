@@ -2,8 +2,8 @@
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import BROADCAST_PAIRS, inputs
+from tensorlab.exercises.gradient import Case, no_settings
+from tensorlab.exercises.inputs import BROADCAST_PAIRS, drawn_shape, inputs, spread
 from tensorlab.exercises.slips import Slip, attempt
 from tensorlab.ops.broadcast import unbroadcast
 
@@ -42,8 +42,15 @@ HYPOT = [
 ]
 
 
+def _spread_pair(rng):
+    """a and b of one drawn shape, of magnitudes from 1e-14 to 1e2: y + 1e-15 in a division shows at the smallest."""
+    shape = drawn_shape(rng)
+    return [spread(rng, shape), spread(rng, shape)]
+
+
 EXERCISE = Exercise(
     "function",
     "engine 4/4: a new Function end to end, y = sqrt(a^2 + b^2) with broadcasting",
-    [Case("Hypot", ("a", "b"), inputs(a, b), graph, forward_is_yours=True, slips=HYPOT) for a, b in BROADCAST_PAIRS],
+    [Case("Hypot", ("a", "b"), inputs(a, b), graph, forward_is_yours=True, slips=HYPOT) for a, b in BROADCAST_PAIRS]
+    + [Case("Hypot", ("a", "b"), _spread_pair, graph, forward_is_yours=True, draw=no_settings, slips=HYPOT)],
 )

@@ -4,7 +4,7 @@ import numpy as np
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
+from tensorlab.exercises.gradient import Case, no_settings
 from tensorlab.exercises.inputs import inputs, near_1000, normal
 from tensorlab.exercises.slips import Slip, attempt
 
@@ -114,6 +114,16 @@ def _nll_hint(inputs, name, report, context):
     return []
 
 
+def _drawn_rows(rng):
+    """1 to 5 rows of 2 to 7 logits spread by 10 (probabilities down to 1e-9: a p clipped to 1e-7 shows), and targets
+    other than each row's largest logit (a target of p = 1 - 1e-9 makes every gradient of its row about 1e-9, below
+    the rounding of p - 1)."""
+    n, v = int(rng.integers(1, 6)), int(rng.integers(2, 8))
+    logits = 10.0 * rng.standard_normal((n, v))
+    targets = (logits.argmax(axis=1) + rng.integers(1, v, n)) % v
+    return [logits, targets]
+
+
 EXERCISE = Exercise(
     "log_softmax_nll",
     "loss = mean over rows of -log softmax(logits)[target]: cross-entropy",
@@ -133,5 +143,6 @@ EXERCISE = Exercise(
             (normal(1, 6), lambda rng: np.array([2])),
             (near_1000(3, 5), lambda rng: np.array([4, 0, 4])),
         ]
-    ],
+    ]
+    + [Case("LogSoftmaxNLL", ("logits", "targets"), _drawn_rows, graph, draw=no_settings, slips=LOG_SOFTMAX_NLL)],
 )

@@ -7,7 +7,7 @@ import numpy as np
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import inputs, normal
+from tensorlab.exercises.inputs import drawn_shape, inputs, normal, spread
 from tensorlab.exercises.slips import Slip, attempt
 
 
@@ -131,6 +131,16 @@ def _weight(width):
     return lambda rng: 1 + 0.5 * rng.standard_normal(width)
 
 
+def _eps(rng):
+    return float(rng.choice([1e-5, 1e-3, 0.5]))
+
+
+def _drawn_rows(rng):
+    """x of 1 to 3 axes (a single row too), of magnitudes from 1e-14 to 1e2, and the weight."""
+    x = spread(rng, drawn_shape(rng, (1, 3)))
+    return [x, _weight(x.shape[-1])(rng)]
+
+
 EXERCISE = Exercise(
     "rms_norm",
     "y = x / sqrt(mean(x^2) + eps) * weight over the last axis",
@@ -142,5 +152,6 @@ EXERCISE = Exercise(
             (_rows_of_scale(1.0, 1e-3, 3e-3, width=6), 6, 1e-5),  # tiny variance: where eps sits shows
             (normal(2, 4), 4, 0.5),
         ]
-    ],
+    ]
+    + [Case("RMSNorm", ("x", "weight"), _drawn_rows, graph, draw=lambda rng, _: dict(eps=_eps(rng)), slips=RMS_NORM)],
 )

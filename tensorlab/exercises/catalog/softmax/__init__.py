@@ -1,6 +1,7 @@
 """softmax: y = softmax(x) along an axis: every output depends on every input of its row."""
 
 import tensorlab.functional as F
+from tensorlab.exercises.catalog.sum import DRAWN_X
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case
 from tensorlab.exercises.inputs import inputs, near_1000, normal
@@ -93,6 +94,11 @@ SOFTMAX = [
 ]
 
 
+def _any_axis(rng, x):
+    """One of x's axes, negative half the time."""
+    return int(rng.integers(x.ndim)) - x.ndim * int(rng.integers(2))
+
+
 EXERCISE = Exercise(
     "softmax",
     "y = softmax(x) along an axis: every output depends on every input of its row",
@@ -105,5 +111,6 @@ EXERCISE = Exercise(
             (normal(4, 4), -1),
             (near_1000(3, 4), -1),
         ]
-    ],
+    ]
+    + [Case("Softmax", ("x",), DRAWN_X, graph, draw=lambda rng, x: dict(axis=_any_axis(rng, x[0])), slips=SOFTMAX)],
 )

@@ -11,7 +11,7 @@ from itertools import permutations
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import inputs, normal
+from tensorlab.exercises.inputs import drawn_shape, inputs, normal
 
 
 def graph(x, axis=None, keepdims=False):
@@ -82,7 +82,21 @@ def reduction(name, op, graph, lesson, hint=None):
     common = dict(graph=graph, shape_hint=REDUCTION_SHAPE_HINT, hint=hint, error_hint=reduction_error_hint)
     cases = [Case(op, ("x",), inputs(normal(3, 4, 5)), settings=settings, **common) for settings in REDUCTION_CASES]
     cases.append(Case(op, ("x",), inputs(normal(3, 1, 5)), settings=dict(axis=1), **common))
+    cases.append(Case(op, ("x",), DRAWN_X, draw=drawn_axis, **common))
     return Exercise(name, f"y = x.{name}(axis, keepdims): {lesson}", cases)
+
+
+DRAWN_X = inputs(lambda rng: rng.standard_normal(drawn_shape(rng)))  # 1 to 4 axes, 1 to 5 long, on each run
+
+
+def drawn_axis(rng, inputs):
+    """{axis}: None, one axis or several of the input's, each negative half the time (keepdims is the chosen cases':
+    a drawn True would hide which cases fail exactly with it)."""
+    ndim, kind = inputs[0].ndim, int(rng.integers(3))
+    if kind == 0:
+        return dict(axis=None)
+    axes = [int(a) - ndim * int(rng.integers(2)) for a in rng.permutation(ndim)[: 1 if kind == 1 else None]]
+    return dict(axis=axes[0] if kind == 1 else tuple(axes[: int(rng.integers(1, ndim + 1))]))
 
 
 EXERCISE = reduction("sum", "Sum", graph, "copy the gradient back along the summed axes")

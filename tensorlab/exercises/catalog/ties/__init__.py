@@ -4,8 +4,8 @@ import numpy as np
 
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
-from tensorlab.exercises.gradient import Case
-from tensorlab.exercises.inputs import inputs
+from tensorlab.exercises.gradient import Case, no_settings
+from tensorlab.exercises.inputs import drawn_shape, inputs
 from tensorlab.exercises.slips import Slip, attempt
 from tensorlab.ops.broadcast import unbroadcast
 
@@ -21,6 +21,18 @@ def clamp(x, low, high):
 def _whole(largest, *shape):
     """Whole numbers from -largest to largest as floats: ties, and values at clamp's limits, are common."""
     return lambda rng: rng.integers(-largest, largest + 1, shape).astype(np.float64)
+
+
+def _near_ties(rng):
+    """a and b of a drawn shape: whole numbers, b at a tie with a, 1e-9 from it, or 1 from it."""
+    a = _whole(2, *drawn_shape(rng))(rng)
+    return [a, a + rng.choice([0.0, 1e-9, -1e-9, 1.0, -1.0], a.shape)]
+
+
+def _limits(rng, inputs):
+    """low < high, whole numbers from -3 to 3 (not -1 and 1 only: a mask |x| <= high shows)."""
+    low = float(rng.integers(-3, 3))
+    return dict(low=low, high=low + float(rng.integers(1, 4)))
 
 
 def _maximum(share_a):
@@ -76,5 +88,7 @@ EXERCISE = Exercise(
         # size-1 axes stretched on both sides (and one added in front): the sums a broadcast asks for, at ties; to 2,
         # 3 and 4, so that a size test against another length for 1 shows
         Case("Maximum", ("a", "b"), inputs(_whole(1, 1, 3, 1), _whole(1, 2, 4, 1, 2)), maximum, slips=MAXIMUM),
+        Case("Maximum", ("a", "b"), _near_ties, maximum, draw=no_settings, slips=MAXIMUM),
+        Case("Clamp", ("x",), lambda rng: [_whole(3, *drawn_shape(rng))(rng)], clamp, draw=_limits, slips=CLAMP),
     ],
 )
