@@ -437,7 +437,7 @@ def test_the_cases_a_file_failed_run_first_and_judge_as_in_their_own_place(tmp_p
 
     plain = headers(wrong, ())
     failed = [n for n, line in enumerate(plain, 1) if line.endswith("FAILED")]
-    assert len(plain) == 6 and 0 < len(failed) < 6
+    assert len(plain) == 7 and 0 < len(failed) < 7
     first = failed[::-1]
     in_order = [plain[n - 1] for n in first] + [line for n, line in enumerate(plain, 1) if n not in first]
     assert headers(wrong, first) == in_order

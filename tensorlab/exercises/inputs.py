@@ -31,10 +31,23 @@ def near_1000(*shape):
     return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
 
 
-def drawn_shape(rng, ndims=(1, 4), longest=5):
-    """A shape of ndims[0] to ndims[1] axes, each 1 to `longest` long, drawn afresh on each run: what a list of chosen
-    shapes leaves out (a 1-d or 4-d input, a negative axis of a 3-d one)."""
-    return tuple(int(n) for n in rng.integers(1, longest + 1, size=int(rng.integers(ndims[0], ndims[1] + 1))))
+def drawn_shape(rng, ndims=(1, 4), longest=5, shortest=1):
+    """A shape of ndims[0] to ndims[1] axes, each `shortest` to `longest` long, drawn afresh on each run: what a list
+    of chosen shapes leaves out (a 1-d or 4-d input, a negative axis of a 3-d one, an axis of length 0)."""
+    size = int(rng.integers(ndims[0], ndims[1] + 1))
+    return tuple(int(n) for n in rng.integers(shortest, longest + 1, size=size))
+
+
+def drawn_pair(rng, values=lambda rng, shape: rng.standard_normal(shape)):
+    """Two inputs of shapes broadcasting relates, drawn: an output of 1 to 3 axes of 0 to 3 elements, and each input
+    keeping each axis, stretching it from 1, or (a leading one) leaving it out."""
+    shape = drawn_shape(rng, (1, 3), longest=3, shortest=0)
+
+    def side():
+        kept = shape[int(rng.integers(len(shape) + 1)) :]
+        return tuple(1 if rng.random() < 0.4 else n for n in kept)
+
+    return [values(rng, side()), values(rng, side())]
 
 
 def spread(rng, shape):

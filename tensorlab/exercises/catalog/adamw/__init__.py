@@ -77,11 +77,11 @@ SLIPS = {
 }
 
 
-def _check_case(settings, student, results, rng):
-    start = rng.standard_normal(SHAPE)
-    grads = [rng.standard_normal(SHAPE) for _ in range(STEPS)]
+def _check_case(settings, shape, student, results, rng):
+    start = rng.standard_normal(shape)
+    grads = [rng.standard_normal(shape) for _ in range(STEPS)]
     expected = _reference(start, grads, settings)
-    state = (start, np.zeros(SHAPE), np.zeros(SHAPE))
+    state = (start, np.zeros(shape), np.zeros(shape))
     for t, (grad, right) in enumerate(zip(grads, expected), 1):
         param, m, v = state
         answer = student.call(
@@ -95,7 +95,7 @@ def _check_case(settings, student, results, rng):
         result = answer["result"]
         if shortcut:
             return [f"step {t}: {shortcut}"]
-        problem = _result_problem(result)
+        problem = _result_problem(result, shape)
         if problem:
             return [f"step {t}: {problem}"]
         result = tuple(np.asarray(r, dtype=np.float64) for r in result)
@@ -118,7 +118,7 @@ def _reference(param, grads, settings):
     return states
 
 
-def _result_problem(result):
+def _result_problem(result, shape):
     if not isinstance(result, (tuple, list)) or len(result) != 3:
         if isinstance(result, (tuple, list)):
             got = f"{len(result)} values"
@@ -126,9 +126,9 @@ def _result_problem(result):
             got = "one array" if isinstance(result, np.ndarray) else f"a {type(result).__name__}"
         return f"adamw_step returned {got}; return three arrays: `return param, m, v`."
     for name, r in zip(QUANTITIES, result):
-        if not hasattr(r, "shape") or tuple(np.shape(r)) != SHAPE:
+        if not hasattr(r, "shape") or tuple(np.shape(r)) != shape:
             return (
-                f"the {name} you returned has shape {tuple(np.shape(r))}, not the parameter's shape {SHAPE}: "
+                f"the {name} you returned has shape {tuple(np.shape(r))}, not the parameter's shape {shape}: "
                 f"every operation in AdamW is elementwise."
             )
     return None
@@ -140,7 +140,7 @@ def _diagnose(t, state, grad, settings, result, right):
         if _close(r, e):
             verdicts.append(f"{name} is right")
         else:
-            k = np.unravel_index(np.argmax(np.abs(r - e)), SHAPE)
+            k = np.unravel_index(np.argmax(np.abs(r - e)), e.shape)
             verdicts.append(
                 f"{name} is wrong (largest difference at element {tuple(int(i) for i in k)}: "
                 f"yours {r[k]:.8g}, expected {e[k]:.8g})"
@@ -223,12 +223,12 @@ EXERCISE = Exercise(
     "one AdamW step in NumPy: moments, bias correction, decoupled weight decay",
     [
         Probe(
-            f"param {SHAPE}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
+            f"param {shape}, " + ", ".join(f"{k}={v}" for k, v in settings.items()),
             "adamw_step",
             "function",
-            partial(_check_case, settings),
+            partial(_check_case, settings, shape),
         )
-        for settings in CASES
+        for settings, shape in [(CASES[0], SHAPE), (CASES[1], SHAPE), (CASES[0], ())]  # a number alone: m[:] = fails
     ],
     against=f"{STEPS} steps of your adamw_step vs tensorlab.optim.AdamW (float64)",
     agrees="your adamw_step matches tensorlab.optim.AdamW",

@@ -261,5 +261,16 @@ EXERCISE = Exercise(
             _scores_up_to_1000(1, 2, 4, 4),  # a score of 1,000: exp overflows in float64 unless the max goes first
         ]
     ]
-    + [Case("CausalAttention", ("q", "k", "v"), _drawn_heads, graph, draw=no_settings, slips=CAUSAL_ATTENTION)],
+    + [
+        Case(
+            "CausalAttention",
+            ("q", "k", "v"),
+            _drawn_heads,
+            graph,
+            draw=no_settings,
+            slips=CAUSAL_ATTENTION,
+            hint=_attention_hint,
+            probe=_causality_probe,
+        )
+    ],
 )

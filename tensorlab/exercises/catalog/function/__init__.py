@@ -3,7 +3,7 @@
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case, no_settings
-from tensorlab.exercises.inputs import BROADCAST_PAIRS, drawn_shape, inputs, spread
+from tensorlab.exercises.inputs import BROADCAST_PAIRS, drawn_pair, inputs, spread
 from tensorlab.exercises.slips import Slip, attempt
 from tensorlab.ops.broadcast import unbroadcast
 
@@ -43,9 +43,9 @@ HYPOT = [
 
 
 def _spread_pair(rng):
-    """a and b of one drawn shape, of magnitudes from 1e-14 to 1e2: y + 1e-15 in a division shows at the smallest."""
-    shape = drawn_shape(rng)
-    return [spread(rng, shape), spread(rng, shape)]
+    """a and b of drawn shapes broadcasting relates, of magnitudes from 1e-14 to 1e2: y + 1e-15 in a division shows
+    at the smallest."""
+    return drawn_pair(rng, spread)
 
 
 EXERCISE = Exercise(

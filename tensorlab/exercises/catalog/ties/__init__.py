@@ -5,7 +5,7 @@ import numpy as np
 import tensorlab.functional as F
 from tensorlab.exercises.check import Exercise
 from tensorlab.exercises.gradient import Case, no_settings
-from tensorlab.exercises.inputs import drawn_shape, inputs
+from tensorlab.exercises.inputs import drawn_pair, drawn_shape, inputs
 from tensorlab.exercises.slips import Slip, attempt
 from tensorlab.ops.broadcast import unbroadcast
 
@@ -24,9 +24,9 @@ def _whole(largest, *shape):
 
 
 def _near_ties(rng):
-    """a and b of a drawn shape: whole numbers, b at a tie with a, 1e-9 from it, or 1 from it."""
-    a = _whole(2, *drawn_shape(rng))(rng)
-    return [a, a + rng.choice([0.0, 1e-9, -1e-9, 1.0, -1.0], a.shape)]
+    """a and b of drawn shapes broadcasting relates: whole numbers from -2 to 2 (ties everywhere), b's 1e-9 off a
+    whole number in places (a tie found with np.isclose shows)."""
+    return drawn_pair(rng, lambda rng, shape: _whole(2, *shape)(rng) + rng.choice([0.0, 0.0, 1e-9, -1e-9], shape))
 
 
 def _limits(rng, inputs):

@@ -28,9 +28,10 @@ SHAPES = [
 ]
 
 
-def every_small_pair(most=3, sizes=(1, 2, 3)):
+def every_small_pair(most=3, sizes=(0, 1, 2, 3)):
     """Every (grad's shape, shape) that broadcasting relates, grad having up to `most` axes of `sizes` elements:
-    each of its axes added in front, kept, or (where it is longer than 1) stretched from 1."""
+    each of its axes added in front, kept, or (where it is not 1) stretched from 1, to 0 elements too (a size test
+    `> 1` for `!= 1` shows only there)."""
     pairs = []
     for ndim in range(most + 1):
         for grad_shape in product(sizes, repeat=ndim):
