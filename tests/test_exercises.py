@@ -391,7 +391,8 @@ SLIPS = [
 def test_each_slip_is_named_in_the_students_words(capsys, tmp_path, name, edits, expected):
     out = check_planted(capsys, tmp_path, name, *edits)
     assert expected in out, out
-    assert diagnose.FALLBACK not in out  # a named slip, not the generic advice
+    # a named slip in the chosen cases, not the generic advice (a drawn shape can make a slip another, or none)
+    assert diagnose.FALLBACK not in out.split("drawn afresh on each run")[0]
 
 
 UNMASKED_SOFTMAX = SLIPS[-1][1]  # attention's backward recomputing P without the causal mask
