@@ -43,7 +43,7 @@ SOFTMAX = "return self.y * (gy - (gy * self.y).sum(axis=self.axis, keepdims=True
 NLL_HOT = "gx[np.arange(n), self.targets] -= 1"
 NLL_RETURN = "return gy * gx / n, None"
 RMS_GX = "gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))"
-RMS_GW = "gw = (gy * self.xhat).reshape(-1, gy.shape[-1]).sum(axis=0)"
+RMS_GW = "gw = (gy * self.xhat).sum(axis=tuple(range(gy.ndim - 1)))"
 RECOMPUTED_R = (
     "x = self.xhat / self.r\n        ms = {ms}\n        r = {r}\n"
     "        xhat = x * r\n        gx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))"
@@ -570,12 +570,12 @@ MISTAKES = [
     ),
     m("rms_norm", "row mean without keepdims", RMS_GX, RMS_GX.replace(", keepdims=True", ""), says="keepdims=True"),
     m("rms_norm", "weight left out", "g = gy * self.weight", "g = gy", says="weight is missing"),
-    m("rms_norm", "gweight without xhat", RMS_GW, "gw = gy.reshape(-1, gy.shape[-1]).sum(axis=0)", says="factor xhat"),
+    m("rms_norm", "gweight without xhat", RMS_GW, "gw = gy.sum(axis=tuple(range(gy.ndim - 1)))", says="factor xhat"),
     m(
         "rms_norm",
         "gweight from x",
         RMS_GW,
-        "gw = (gy * self.xhat / self.r).reshape(-1, gy.shape[-1]).sum(axis=0)",
+        "gw = (gy * self.xhat / self.r).sum(axis=tuple(range(gy.ndim - 1)))",
         says="uses x where",
     ),
     m("rms_norm", "gweight not summed", RMS_GW, "gw = gy * self.xhat", says="sum over"),

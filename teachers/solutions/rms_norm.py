@@ -18,5 +18,5 @@ class RMSNorm(Function):
         #   =>  gx = r (g - xhat mean(g xhat)) with g = gy w,   gw = gy xhat summed over every row
         g = gy * self.weight
         gx = self.r * (g - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))
-        gw = (gy * self.xhat).reshape(-1, gy.shape[-1]).sum(axis=0)            # (C,)
+        gw = (gy * self.xhat).sum(axis=tuple(range(gy.ndim - 1)))             # (C,)
         return gx, gw

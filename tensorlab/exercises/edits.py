@@ -377,6 +377,12 @@ def _replace(parent, old, new):
     raise ValueError("node not among parent's children")
 
 
+def _unit(call):
+    """Whether a call takes nothing but 0s and 1s (`gy.dtype.type(0)`): a typed 0 or 1, which added or multiplied
+    changes a value's type alone (a Python division by zero into NumPy's), never a term a slip lost."""
+    return all(isinstance(a, ast.Constant) and a.value in (0, 1) for a in call.args)
+
+
 def ingredients(source, others):
     """The operations and calls of the files `others` (their source texts) that read names `source` binds, and
     nothing else but builtins, each once, unparsed: `(1 - b1)` for a file that binds b1. A term or an axis the
@@ -388,7 +394,7 @@ def ingredients(source, others):
     found = set()
     for text in others:
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.BinOp) or isinstance(node, ast.Call) and not node.keywords:
+            if isinstance(node, ast.BinOp) or isinstance(node, ast.Call) and not node.keywords and not _unit(node):
                 names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
                 code = ast.unparse(node)
                 if names - BUILTINS and names <= (bound | BUILTINS) - {"self"} and len(code) <= LONGEST:

@@ -31,7 +31,7 @@ def near_1000(*shape):
     return lambda rng: 1000.0 + 3.0 * rng.standard_normal(shape)
 
 
-def drawn_shape(rng, ndims=(1, 4), longest=5, shortest=1):
+def drawn_shape(rng, ndims=(1, 4), longest=5, shortest=0):
     """A shape of ndims[0] to ndims[1] axes, each `shortest` to `longest` long, drawn afresh on each run: what a list
     of chosen shapes leaves out (a 1-d or 4-d input, a negative axis of a 3-d one, an axis of length 0)."""
     size = int(rng.integers(ndims[0], ndims[1] + 1))

@@ -6,9 +6,13 @@
 failed, 130 Ctrl-C, NOT_CHECKED when the checker itself could not run.
 """
 
+import contextlib
 import stat
 import traceback
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from tensorlab.exercises import check, search
 from tensorlab.exercises.report import Report
@@ -48,6 +52,16 @@ def run(exercise, path, time_limit, seed, report, source=None, echo=None):
     return 0 if passed else 1
 
 
+@contextlib.contextmanager
+def quiet_numpy():
+    """No NumPy warning (a mean of an empty slice, a division by zero) printed amid the cases: the verdicts are on
+    the numbers, inf and NaN included. child.py does the same on the student's side."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+@quiet_numpy()
 def check_file(exercise, path, out=print, time_limit=None, seed=None, source=None, echo=None):
     """True when the file passes every case; its report line by line to `out`.
 

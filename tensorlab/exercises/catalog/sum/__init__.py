@@ -86,7 +86,7 @@ def reduction(name, op, graph, lesson, hint=None):
     return Exercise(name, f"y = x.{name}(axis, keepdims): {lesson}", cases)
 
 
-DRAWN_X = inputs(lambda rng: rng.standard_normal(drawn_shape(rng)))  # 1 to 4 axes, 1 to 5 long, on each run
+DRAWN_X = inputs(lambda rng: rng.standard_normal(drawn_shape(rng)))  # 1 to 4 axes, 0 to 5 long, on each run
 
 
 def drawn_axis(rng, inputs):
