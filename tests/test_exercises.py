@@ -1325,6 +1325,23 @@ def test_a_tie_given_to_one_operand_and_clamp_limits_left_out_are_caught(capsys,
     assert "'x': At x equal to a limit (low or high) your gradient is 0; the limits count as inside" in out
 
 
+def test_a_clamp_mask_from_np_clip_fails_where_the_drawn_limits_cross(capsys, tmp_path):
+    """np.clip(x, low, high) == x is the limits-included mask while low <= high; the drawn cases cross them one time
+    in three (PyTorch: y = high, gy passes nowhere), in 50 draws."""
+    limits = "(self.low <= self.x) & (self.x <= self.high)"
+    out = check_planted(capsys, tmp_path, "ties", limits, "np.clip(self.x, self.low, self.high) == self.x")
+    assert "case 6/6  Clamp: 50 shapes and settings drawn afresh on each run: FAILED" in out
+    assert "With low above high, y = high everywhere and no gy passes" in out
+
+
+def test_a_mean_whose_count_comes_from_the_sizes_fails_on_an_empty_axis(capsys, tmp_path):
+    """x.size // y.size is the count averaged until an axis that is kept has length 0 (drawn shapes have some)."""
+    count = "n = math.prod(self.x_shape[a] for a in self.axes)"
+    out = check_planted(capsys, tmp_path, "mean", count, "n = math.prod(self.x_shape) // gy.size")
+    assert "case 7/7  Mean: 50 shapes and settings drawn afresh on each run: FAILED" in out
+    assert "Mean.backward raised ZeroDivisionError: integer division or modulo by zero" in out
+
+
 def test_one_gradient_that_ignores_gy_is_named_among_right_ones(capsys, tmp_path):
     """Planted: gb without gy while ga has it; backward(2 gy) doubles ga, so the whole backward does not ignore gy."""
     out = check_planted(

@@ -30,9 +30,10 @@ def _near_ties(rng):
 
 
 def _limits(rng, inputs):
-    """low < high, whole numbers from -3 to 3 (not -1 and 1 only: a mask |x| <= high shows)."""
+    """Whole numbers from -3 to 3 (not -1 and 1 only: a mask |x| <= high shows), high below or at low one time in
+    three: then y = high everywhere and gy passes nowhere but where x = low = high, as in PyTorch."""
     low = float(rng.integers(-3, 3))
-    return dict(low=low, high=low + float(rng.integers(1, 4)))
+    return dict(low=low, high=low + float(rng.integers(-2, 4)))
 
 
 def _maximum(share_a):
@@ -74,6 +75,13 @@ CLAMP = [
         "At x equal to a limit (low or high) your gradient is 0; the limits count as inside, gy passes there "
         "(low <= x <= high), as PyTorch does.",
         lambda s: {"x": s.gy * ((s.settings["low"] < s.x["x"]) & (s.x["x"] < s.settings["high"]))},
+    ),
+    Slip(
+        "clamp_limits_crossed",
+        "With low above high, y = high everywhere and no gy passes (low <= x <= high holds nowhere), as in "
+        "PyTorch; yours passes gy where x = high: a mask of where the clamped x equals x (np.clip gives high "
+        "there too) is right only while low <= high.",
+        lambda s: {"x": s.gy * (np.clip(s.x["x"], s.settings["low"], s.settings["high"]) == s.x["x"])},
     ),
 ]
 
