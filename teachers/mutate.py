@@ -96,7 +96,7 @@ def requests(exercise, seed):
                 found.append(("op", dict(cls=case.cls, settings=settings, inputs=inputs, gy=gy)))
         return found
     if exercise.name == "value":
-        values = [[v + rng.uniform(-0.1, 0.1) for v in start] for _, _, start, _ in value.PROBES]
+        values = [value.probe_values(i, rng) for i in range(len(value.PROBES))]
         return [("value", dict(index=i, values=v, upstream=u)) for i, v in enumerate(values) for u in (None, 1.7)]
     if exercise.name == "topo":
         return [("topo", dict(graphs=make(rng))) for _, make in topo.GRAPHS]

@@ -57,7 +57,16 @@ PROBES = [
     ),
     ("a shared node: x = a * b; y = x.tanh(); (x * y + y.exp()) * x", lambda a, b: _shared(a, b), (0.6, 0.9), "order"),
     ("a chain of 3000 ops", _chain, (0.4,), "deep"),
-]
+    # drawn: tanh through exp(2a) overflows from a = 355 (through exp(-2a) from a = -355), far from every value above
+    ("a.tanh() * b.tanh() far from 0 (a from 400 to 1000, b from -1000 to -400)", lambda a, b: a.tanh() * b.tanh(),
+     lambda rng: [rng.uniform(400, 1000), rng.uniform(-1000, -400)], "the _backward of tanh"),
+]  # fmt: skip
+
+
+def probe_values(index, rng):
+    """The probe's input values, fresh on each run: near its chosen ones, or drawn by it."""
+    start = PROBES[index][2]
+    return start(rng) if callable(start) else [v + rng.uniform(-0.1, 0.1) for v in start]
 
 
 def _twice(x):
@@ -75,10 +84,10 @@ def _shared(a, b):
 
 
 def _value_probe(index):
-    title, expression, start, meaning = PROBES[index]
+    title, expression, _, meaning = PROBES[index]
 
     def probe(student, results, rng):
-        values = [v + rng.uniform(-0.1, 0.1) for v in start]  # near the chosen values, fresh on each run
+        values = probe_values(index, rng)
         answer = student.call("value", index=index, values=values)
         expected, right = _reference(expression, values)
         if not _close(answer["data"], expected, [expected]):
