@@ -137,7 +137,7 @@ def answers(student, asked):
             if "later_error" in answer:
                 answer["later_error"] = _raised(answer["later_error"]["error"])
             if handler == "topo":  # an order is right or not: which right order a mutant gives does not matter
-                answer = [not topo.judge(o, topo.build(g)) for g, o in zip(arguments["graphs"], answer["orders"])]
+                answer = [not topo.judge(o, g) for g, o in zip(arguments["graphs"], answer["orders"])]
         found.append(answer)
     return found
 

@@ -863,6 +863,19 @@ ENGINE_SLIPS = [
         "a _backward works its local derivative out by finite differences",
     ),
     ("topo", ["elif id(node) not in visited:", "elif True:"], "probe 2/6  a diamond", "['a'] appear more than once"),
+    (  # tanh from exp: right for |a| < 355, an OverflowError beyond; the drawn probe goes to |a| = 1000
+        "value",
+        ["t = math.tanh(self.data)", "t = (math.exp(2 * self.data) - 1) / (math.exp(2 * self.data) + 1)"],
+        "probe 17/17  a.tanh() * b.tanh() far from 0",
+        "raised OverflowError: math range error",
+    ),
+    (  # nodes told apart by name: right on every graph whose names are unique, as the fixed graphs' are
+        "topo",
+        ["visited.add(id(node))", "visited.add(node.name)", "id(node) not in", "node.name not in"]
+        + ["id(p) not in", "p.name not in"],
+        "probe 6/6  40 random graphs",
+        "it tells nodes apart by .name",
+    ),
     (
         "topo",
         [TOPO_BODY, REVERSED_PREORDER],

@@ -283,17 +283,16 @@ def _number(v):
 
 
 def _topo(graphs):
-    """A topo probe: the student's order of each graph (described as data: catalog/topo's build), each node by its name
+    """A topo probe: the student's order of each graph (described as data: catalog/topo's build), each node by its key
     (None: not one of the graph's nodes)."""
-    from tensorlab.exercises.catalog.topo import build, reachable
+    from tensorlab.exercises.catalog.topo import build
 
     function, orders, engine_calls = _target("topological_order"), [], []
-    for root in map(build, graphs):
+    for nodes in map(build, graphs):
+        root, keys = list(nodes.values())[-1], {id(node): key for key, node in nodes.items()}
         order, watched = _watched(function, partial(_call, "topological_order", partial(function, root)))
         engine_calls += watched.engine_calls
-        nodes = reachable(root)
-        named = isinstance(order, (list, tuple))
-        orders.append([getattr(nodes.get(id(n)), "name", None) for n in order] if named else order)
+        orders.append([keys.get(id(n)) for n in order] if isinstance(order, (list, tuple)) else order)
     return {"engine_calls": engine_calls, "orders": orders}
 
 

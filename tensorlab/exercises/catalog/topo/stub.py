@@ -6,7 +6,8 @@ the walk; equivalently, in a topological order (the walk reversed) every node co
 of its `parents` (the nodes it was computed from). A node reachable along two paths appears once.
 
 Your task: write `topological_order(root)`: a list of every node `root` depends on, root
-included, each after all of its parents. A node has `.parents` (a tuple of nodes) and `.name`.
+included, each after all of its parents. A node has `.parents` (a tuple of nodes) and `.name` (a
+label, which two nodes may share).
 Graphs can be deep (thousands of nodes in a chain): Python's recursion stops at about 1000
 calls, so keep your own stack.
 
