@@ -975,6 +975,7 @@ def test_a_wrong_order_the_fixed_graphs_miss_fails_on_the_random_ones(capsys, tm
     gives the graph."""
     out = check_planted(capsys, tmp_path, "topo", TOPO_BODY, KAHN_COUNTED_ONCE)
     assert out.count(": FAILED") == 1 and "probe 6/6  40 random graphs" in out and "On random graph " in out, out
+    assert "; the nodes' names: n0 '" in out, out  # the keys the lines name, matched to the names a Node shows
 
 
 @pytest.mark.parametrize("name, edits, where, expected", ONE_OP_SLIPS, ids=[str(e) for _, e, _, _ in ONE_OP_SLIPS])

@@ -86,6 +86,7 @@ def _topo_probe(index):
                 return [f"On random graph {number} of {len(graphs)}, whose Nodes' names repeat:", BY_NAME]
             if lines and len(graphs) > 1:  # which random graph: the student can build it and try
                 described = ", ".join(f"{key} = f({', '.join(parents)})" for key, parents, *_ in graph if parents)
+                described += "; the nodes' names: " + ", ".join(f"{key} {name!r}" for key, _, name in graph)
                 return [f"On random graph {number} of {len(graphs)} ({described}):", *lines]
             if lines:
                 return lines
