@@ -338,6 +338,9 @@ SLIPS = [
         ["(gy * self.xhat).sum", "(gy * self.xhat / self.r).sum"],
         "gweight uses x where the normalised xhat = x * r belongs",
     ),
+    # gweight summed over the wrong axes: a gradient of the wrong shape, the slip named beside the shape
+    ("rms_norm", ["sum(axis=tuple(range(gy.ndim - 1)))", "sum()"], "gweight is summed over every axis"),
+    ("rms_norm", ["sum(axis=tuple(range(gy.ndim - 1)))", "sum(axis=-1)"], "gweight is summed along the channels"),
     # matmul: operand order and transposes, hidden by the square case
     ("matmul", ["return gy @ self.b.T,", "return gy @ self.b,"], "In ga you multiply gy by b where its transpose"),
     ("matmul", ["return gy @ self.b.T,", "return self.b.T @ gy,"], "In ga the factors are in the wrong order"),
@@ -1015,6 +1018,15 @@ def test_a_returned_tensor_is_explained(capsys, tmp_path):
         capsys, tmp_path, "exp_log", "return gy / self.x", "return __import__('tensorlab').tensor(gy / self.x)"
     )
     assert "is a tensorlab Tensor. backward works on plain NumPy arrays" in out
+
+
+def test_a_gradient_of_strings_or_a_list_is_explained_and_no_slip_is_looked_for_in_it(capsys, tmp_path):
+    """An array of strings comes back from the student's process as an object named by its type: said so, with
+    no crash and no slip of the wrong shape (gweight summed to a scalar) looked for in it."""
+    for wrong in ["np.array(['a'])", "[1.0]"]:
+        out = check_planted(capsys, tmp_path, "rms_norm", "return gx, gw", f"return gx, {wrong}")
+        assert ", not a NumPy array of numbers: return a float array of shape (5,)." in out, out
+        assert "Traceback" not in out and "summed" not in out, out
 
 
 def test_a_missing_gradient_is_explained(capsys, tmp_path):

@@ -347,8 +347,8 @@ def type_problem(name, g, shape):
         ]
     if not (hasattr(g, "shape") and hasattr(g, "dtype")):
         return [
-            f"Your gradient for '{name}' is a {type(g).__name__}, not a NumPy array: return an array of "
-            f"shape {tuple(shape)}."
+            f"Your gradient for '{name}' is a {type(g).__name__}, not a NumPy array of numbers: return a float array "
+            f"of shape {tuple(shape)}."
         ]
     return None
 

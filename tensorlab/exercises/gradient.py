@@ -116,7 +116,7 @@ def _check_case(case, student, inputs, reference):
     if problems:
         if fixes is not None and not student.quick:
             problems += _try_fixes(case, inputs, grads, fixes, reference)
-        return problems
+        return problems + ([] if student.quick else _slips_of_shape(case, grads, reference))
 
     reports, scale = _compare(case, inputs, _as_tuple(grads), reference)
     if all(r.passed for r in reports.values()):
@@ -143,7 +143,7 @@ def _check_case(case, student, inputs, reference):
     if unnamed:  # a setting the backward does not read, where no slip of the exercise fits
         found += slips.recognise(_setting_slips(case), reference, yours, unnamed, context.close)[:1]
     for slip, explains in found:
-        lines.append(f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings))
+        lines.append(_slip_line(case, slip, explains))
         named.update(dict.fromkeys(explains, slip.name))
     if case.probe and not ignored and not set(wrong) <= set(named):  # a probe explains what no slip has
         probed = case.probe(lambda g: _student_op(case, student, inputs, g, reference.y)[1], inputs)
@@ -402,6 +402,21 @@ def _try_fixes(case, inputs, grads, fixes, reference):
         "That alone is not enough: after the change some values are still wrong. Fix the shape, then "
         "check again to see what else is off."
     ]
+
+
+def _slips_of_shape(case, grads, reference):
+    """Lines naming the case's slips that reproduce a gradient of the wrong shape, values and shape alike (gweight
+    summed over every axis, a scalar): the shape alone says what is wrong, the slip says which sum it was."""
+    yours = {n: g for n, g in zip(case.names, _as_tuple(grads)) if n in reference.grad and isinstance(g, np.ndarray)}
+    wrong = [n for n, g in yours.items() if g.shape != reference.grad[n].shape]
+    scale = max(float(np.abs(g).max(initial=0.0)) for g in reference.grad.values()) or 1.0
+    close = diagnose.Context({}, (), {}, atol=MATCH * scale, rtol=MATCH).close
+    found = slips.recognise(case.slips, reference, yours, wrong, close)
+    return [_slip_line(case, slip, explains) for slip, explains in found]
+
+
+def _slip_line(case, slip, explains):
+    return f"{' and '.join(repr(n) for n in explains)}: " + slip.says.format(**case.settings)
 
 
 def _setting_slips(case):

@@ -111,15 +111,32 @@ RMS_NORM = [
         "rms_weight_grad_without_xhat",
         "gweight is missing the factor xhat: y = xhat * weight, so gweight = sum "
         "over rows of gy * xhat, not of gy alone.",
-        attempt(lambda s: {"weight": s.gy.reshape(-1, s.gy.shape[-1]).sum(axis=0)}),
+        attempt(lambda s: {"weight": _over_rows(s.gy)}),
     ),
     Slip(
         "rms_weight_grad_uses_x",
         "gweight uses x where the normalised xhat = x * r belongs: y = xhat * weight, "
         "so gweight = sum over rows of gy * xhat.",
-        attempt(lambda s: {"weight": (s.gy * s.x["x"]).reshape(-1, s.gy.shape[-1]).sum(axis=0)}),
+        attempt(lambda s: {"weight": _over_rows(s.gy * s.x["x"])}),
+    ),
+    Slip(
+        "rms_weight_grad_over_every_axis",
+        "gweight is summed over every axis, the channels too: weight holds one number per channel, so gweight "
+        "= gy * xhat summed over the rows (every axis but the last), one sum per channel.",
+        attempt(lambda s: {"weight": (s.gy * s.x["x"] * _r_of(s)).sum()}),
+    ),
+    Slip(
+        "rms_weight_grad_over_channels",
+        "gweight is summed along the channels (the last axis) where the rows belong: weight holds one number "
+        "per channel, so gweight = gy * xhat summed over every axis but the last.",
+        attempt(lambda s: {"weight": (s.gy * s.x["x"] * _r_of(s)).sum(axis=-1)}),
     ),
 ]
+
+
+def _over_rows(a):
+    """a summed over every axis but the last: one number per channel."""
+    return a.sum(axis=tuple(range(a.ndim - 1)))
 
 
 def _rows_of_scale(*scales, width):
