@@ -1095,6 +1095,13 @@ def test_a_renamed_class_is_explained(capsys, tmp_path):
         ("return param, m, v", "return param, v, m", "return them in the order (param, m, v)"),
         ("** step)", "** (step + 1))", "Your bias correction uses step + 1"),  # both corrections
         ("** step)", "** (step - 1))", "which divides by 1 - beta**0 = 0 at the first step"),
+        # terms dropped (teachers/mutate.py's mutants, unnamed until these slips)
+        ("m = b1 * m + (1 - b1) * grad", "m = b1 * m", "m is off: the gradient never enters it"),
+        ("v = b2 * v + (1 - b2) * grad * grad", "v = b2 * v + grad * grad", "grad^2 is added without its weight"),
+        ("np.sqrt(v_hat) + eps", "np.sqrt(v_hat)", "eps is missing from the denominator"),
+        ("v / (1 - b2 ** step)", "v / b2 ** step", "The bias correction of v divides by beta2**step"),
+        ("lr * m_hat / (np.sqrt(v_hat) + eps)", "lr * m_hat", "Your update is lr * m_hat alone"),
+        ("param - lr * m_hat", "lr * m_hat", "Your new param is the Adam update alone"),
     ],
 )
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
@@ -1133,6 +1140,7 @@ def test_adamw_slips_are_named(capsys, tmp_path, old, new, expected):
             1,
         ),
         (["v_hat = v / (1 - b2 ** step)", "v_hat = v"], "The bias correction of v is missing", 1),
+        (["m / (1 - b1 ** step)", "m / (1 - b1)"], "The bias correction of m uses 1 - beta1 where", 2),  # same at 1
     ],
 )
 def test_adamw_state_decay_order_and_bias_corrections_are_named(capsys, tmp_path, edits, expected, step):

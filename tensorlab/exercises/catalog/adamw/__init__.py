@@ -74,6 +74,36 @@ SLIPS = {
     "(the next step corrects it again); v_hat is used only in this step's update.",
     "ignores_state": "You ignore the m and v passed in (as if every step were the first): start from them, "
     "m = beta1 * m + ..., and return the new ones.",
+    "m_forgets": "m is off: it forgets the m passed in, m = (1 - beta1) * grad; it is a running mean, "
+    "m = beta1 * m + (1 - beta1) * grad.",
+    "v_forgets": "v is off: it forgets the v passed in, v = (1 - beta2) * grad^2; it is a running mean, "
+    "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "m_keeps_whole": "m is off: the m passed in is kept whole (m + (1 - beta1) * grad); it decays by beta1 each "
+    "step: m = beta1 * m + (1 - beta1) * grad.",
+    "v_keeps_whole": "v is off: the v passed in is kept whole (v + (1 - beta2) * grad^2); it decays by beta2 each "
+    "step: v = beta2 * v + (1 - beta2) * grad * grad.",
+    "decay_without_weight_decay": "Your weight decay is param - lr * param: weight_decay is missing from it; "
+    "param = param - lr * weight_decay * param.",
+    "m_without_grad": "m is off: the gradient never enters it (m = beta1 * m); m = beta1 * m + (1 - beta1) * grad.",
+    "v_without_grad": "v is off: the gradient never enters it (v = beta2 * v); "
+    "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "m_grad_unweighted": "m is off: grad is added without its weight 1 - beta1; m = beta1 * m + (1 - beta1) * grad.",
+    "v_grad_unweighted": "v is off: grad^2 is added without its weight 1 - beta2; "
+    "v = beta2 * v + (1 - beta2) * grad * grad.",
+    "no_eps": "eps is missing from the denominator: divide by sqrt(v_hat) + eps, which keeps the step finite "
+    "where v_hat is 0.",
+    "correction_without_power1": "The bias correction of m uses 1 - beta1 where 1 - beta1**step belongs (beta1 "
+    "to the power step): m_hat = m / (1 - beta1**step).",
+    "correction_without_power2": "The bias correction of v uses 1 - beta2 where 1 - beta2**step belongs (beta2 "
+    "to the power step): v_hat = v / (1 - beta2**step).",
+    "correction_is_power1": "The bias correction of m divides by beta1**step where 1 - beta1**step belongs: "
+    "m_hat = m / (1 - beta1**step).",
+    "correction_is_power2": "The bias correction of v divides by beta2**step where 1 - beta2**step belongs: "
+    "v_hat = v / (1 - beta2**step).",
+    "no_denominator": "Your update is lr * m_hat alone (SGD with momentum): AdamW divides it by sqrt(v_hat) + eps, "
+    "which gives each parameter its own step size.",
+    "update_alone": "Your new param is the Adam update alone, lr * m_hat / (sqrt(v_hat) + eps): subtract it from "
+    "the (decayed) param, param = param - lr * m_hat / (sqrt(v_hat) + eps).",
 }
 
 
@@ -187,24 +217,36 @@ def _adamw(param, m, v, grad, t, lr, betas, eps, weight_decay, slips=()):
         m, v = np.zeros_like(m), np.zeros_like(v)
     if "l2" in slips:
         grad = grad + weight_decay * param
-    decay = made({"l2": 0.0, "no_decay": 0.0, "decay_after": 0.0, "decay_without_lr": weight_decay}, lr * weight_decay)
+    decays = dict(l2=0.0, no_decay=0.0, decay_after=0.0, decay_without_lr=weight_decay, decay_without_weight_decay=lr)
+    decay = made(decays, lr * weight_decay)
     p = param * (1 - lr) * weight_decay if "decay_brackets" in slips else param - decay * param
-    m = (1 - b1) * m + b1 * grad if "m_betas" in slips else b1 * m + (1 - b1) * grad
+    keep1 = made({"m_forgets": 0.0, "m_keeps_whole": 1.0}, b1)  # m = keep1 m + take1 grad
+    take1 = made({"m_without_grad": 0.0, "m_grad_unweighted": 1.0}, 1 - b1)
+    m = (1 - b1) * m + b1 * grad if "m_betas" in slips else keep1 * m + take1 * grad
     square = made({"v_not_squared": grad, "v_abs": np.abs(grad)}, grad * grad)
-    v = (1 - b2) * v + b2 * square if "v_betas" in slips else b2 * v + (1 - b2) * square
+    keep2 = made({"v_forgets": 0.0, "v_keeps_whole": 1.0}, b2)  # v = keep2 v + take2 square
+    take2 = made({"v_without_grad": 0.0, "v_grad_unweighted": 1.0}, 1 - b2)
+    v = (1 - b2) * v + b2 * square if "v_betas" in slips else keep2 * v + take2 * square
     n = made({"step_plus_one": t + 1, "step_minus_one": t - 1}, t)
     power1 = b1 * n if {"power_as_product", "power_as_product1"} & slips else b1**n
     power2 = b2 * n if "power_as_product" in slips else (b1 if "v_correction_beta1" in slips else b2) ** n
+    power1 = b1 if "correction_without_power1" in slips else power1
+    power2 = b2 if "correction_without_power2" in slips else power2
+    power1 = 1 - power1 if "correction_is_power1" in slips else power1  # m / b1**n: 1 - power1 is b1**n
+    power2 = 1 - power2 if "correction_is_power2" in slips else power2
     if "power_of_difference" in slips:  # 1 - power = (1 - b)**n
         power1, power2 = 1 - (1 - b1) ** n, 1 - (1 - b2) ** n
     m_hat = m if {"no_bias_correction", "no_bias_correction1"} & slips else m / (1 - power1)
     v_hat = v if {"no_bias_correction", "no_bias_correction2"} & slips else v / (1 - power2)
+    eps = 0.0 if "no_eps" in slips else eps
     shift = eps if "eps_outside" in slips else 0.0  # param - lr * m_hat / sqrt(v_hat) + eps
     if "eps_inside_sqrt" in slips:
         denominator = np.sqrt(v_hat + eps)
     else:
         denominator = (v_hat if "no_sqrt" in slips else np.sqrt(v_hat)) + eps - shift
-    p = p - made({"update_sign": -lr, "no_lr": 1.0}, lr) * m_hat / denominator + shift
+    denominator = 1.0 if "no_denominator" in slips else denominator
+    update = made({"update_sign": -lr, "no_lr": 1.0}, lr) * m_hat / denominator
+    p = update + shift if "update_alone" in slips else p - update + shift
     if "decay_after" in slips:
         p = p - lr * weight_decay * p
     return p, m_hat if "returns_m_hat" in slips else m, v_hat if "returns_v_hat" in slips else v
