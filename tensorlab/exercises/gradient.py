@@ -168,7 +168,7 @@ def _compare(case, inputs, grads, reference):
     rounding (attention's gq where the weights are saturated) is not judged by its own rounding.
     """
     checked = [(name, g) for name, x, g in zip(case.names, inputs, grads) if x.dtype.kind == "f"]
-    scale = max(float(np.abs(reference.grad[name]).max(initial=0.0)) for name, _ in checked) or 1.0
+    scale = _scale(reference, [name for name, _ in checked])
     reports = {
         name: InputReport(repr(name), np.asarray(g, dtype=np.float64), reference.grad[name], RTOL * scale, RTOL)
         for name, g in checked
@@ -404,12 +404,17 @@ def _try_fixes(case, inputs, grads, fixes, reference):
     ]
 
 
+def _scale(reference, names):
+    """The largest |reference gradient| element of the inputs `names`, or 1 when all are 0."""
+    return max(float(np.abs(reference.grad[name]).max(initial=0.0)) for name in names) or 1.0
+
+
 def _slips_of_shape(case, grads, reference):
     """Lines naming the case's slips that reproduce a gradient of the wrong shape, values and shape alike (gweight
     summed over every axis, a scalar): the shape alone says what is wrong, the slip says which sum it was."""
     yours = {n: g for n, g in zip(case.names, _as_tuple(grads)) if n in reference.grad and isinstance(g, np.ndarray)}
     wrong = [n for n, g in yours.items() if g.shape != reference.grad[n].shape]
-    scale = max(float(np.abs(g).max(initial=0.0)) for g in reference.grad.values()) or 1.0
+    scale = _scale(reference, [n for n, x in zip(case.names, reference.x.values()) if x.dtype.kind == "f"])
     close = diagnose.Context({}, (), {}, atol=MATCH * scale, rtol=MATCH).close
     found = slips.recognise(case.slips, reference, yours, wrong, close)
     return [_slip_line(case, slip, explains) for slip, explains in found]

@@ -42,6 +42,10 @@ def _r_of(s):
     return _r_inside((x * x).mean(axis=-1, keepdims=True), eps)
 
 
+def _xhat(s):
+    return s.x["x"] * _r_of(s)
+
+
 def _with_weight_one(s):
     """The namespace with weight 1: what a backward that forgot the weight computes."""
     return SimpleNamespace(**{**vars(s), "x": {**s.x, "weight": np.ones_like(s.x["weight"])}})
@@ -123,13 +127,13 @@ RMS_NORM = [
         "rms_weight_grad_over_every_axis",
         "gweight is summed over every axis, the channels too: weight holds one number per channel, so gweight "
         "= gy * xhat summed over the rows (every axis but the last), one sum per channel.",
-        attempt(lambda s: {"weight": (s.gy * s.x["x"] * _r_of(s)).sum()}),
+        attempt(lambda s: {"weight": (s.gy * _xhat(s)).sum()}),
     ),
     Slip(
         "rms_weight_grad_over_channels",
         "gweight is summed along the channels (the last axis) where the rows belong: weight holds one number "
         "per channel, so gweight = gy * xhat summed over every axis but the last.",
-        attempt(lambda s: {"weight": (s.gy * s.x["x"] * _r_of(s)).sum(axis=-1)}),
+        attempt(lambda s: {"weight": (s.gy * _xhat(s)).sum(axis=-1)}),
     ),
 ]
 
