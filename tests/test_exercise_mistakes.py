@@ -81,3 +81,17 @@ def test_a_probe_does_not_add_advice_where_a_slip_was_named(tmp_path):
     [mistake] = [m for m in MISTAKES if m.what == "P not transposed in gv"]
     passed, out = run_check(mistake, tmp_path, seed=1)
     assert not passed and "P is not transposed" in out and "leaks" not in out
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_a_check_again_on_its_seed_says_the_same_word_for_word(tmp_path, name):
+    """A case's inputs and reference are made once per seed (check.prepared) and run again on every later check with
+    that seed (a search's hundreds of edits): the first mistake of each exercise, checked three times on one seed,
+    prints the same lines each time, numbers included (a probe draws from a copy of its numbers on each run).
+
+    Planted to see it fail: a probe drawing from the one generator (no copy) fails adamw, topo and value; a case's work
+    that scales its gy in place fails the 13 gradient exercises."""
+    mistake = next(m for m in MISTAKES if m.exercise == name)
+    first, *again = (run_check(mistake, tmp_path, seed=31) for _ in range(3))
+    assert not first[0] and again == [first, first], f"{first[1]}\n---\n{again[0][1]}"

@@ -10,6 +10,8 @@ replays it), draws every case's numbers, so answers saved from an earlier run do
 has a time limit (student.run_cases).
 """
 
+import copy
+import functools
 import secrets
 from dataclasses import dataclass, field
 
@@ -32,7 +34,7 @@ class Exercise:
     unit: str = "case"
 
 
-@dataclass
+@dataclass(eq=False)
 class Probe:
     """A case with a fixed title: run(student, results, rng) -> lines."""
 
@@ -43,7 +45,7 @@ class Probe:
     settings: dict = field(default_factory=dict)
 
     def prepare(self, rng):
-        return self.title, lambda student, results: self.run(student, results, rng)
+        return self.title, lambda student, results: self.run(student, results, copy.deepcopy(rng))  # same numbers
 
 
 def new_seed():
@@ -85,7 +87,7 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
 
     runs = []
     for number, case in enumerate(exercise.cases, 1):
-        header, work = case.prepare(np.random.default_rng([seed, number]))
+        header, work = prepared(case, seed, number)
         runs.append((f"{unit} {number}/{total}  {header}", lambda c=case, h=header, w=work: run(c, h, w)))
     runs = [runs[n - 1] for n in first] + [r for n, r in enumerate(runs, 1) if n not in first]
     failed = run_cases(runs, time_limit, out, student)
@@ -99,6 +101,14 @@ def check(exercise, student, out=print, time_limit=None, seed=None, first=()):
     else:
         out(f"PASSED: {exercise.agrees} in all {total} {unit}s.")
     return not failed
+
+
+@functools.lru_cache(maxsize=512)
+def prepared(case, seed, number):
+    """(header, work) of case `number` on the numbers of run `seed`, made once: a search (search.py) checks hundreds
+    of edits of one file on the same two seeds, and a case's inputs and reference gradient cost more than the
+    student's code. `work` can run any number of times, on the same numbers each time."""
+    return case.prepare(np.random.default_rng([seed, number]))
 
 
 def _fails_only_with_keepdims(cases, passed):

@@ -47,7 +47,7 @@ BROADCAST_HINT = (
 )
 
 
-@dataclass
+@dataclass(eq=False)  # a case is itself alone (check.prepared keeps its numbers by case)
 class Case:
     """One setting in which a gradient exercise is checked, and what the exercise knows of its slips."""
 
