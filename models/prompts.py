@@ -11,6 +11,7 @@ import numpy as np
 
 N_PROMPTS = 3
 PROMPT_TOKENS = 8
+MAX_PROMPTS = 20  # a report samples each prompt at every setting (a corpus given as --prompts: a minute or hours)
 
 
 def corpus_prompts(val_ids, tokenizer, n=N_PROMPTS, n_tokens=PROMPT_TOKENS):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from models.config import ModelConfig, expand_bias
 from models.preprocess import STEPS
-from models.prompts import read_prompts_file
+from models.prompts import MAX_PROMPTS, read_prompts_file
 from models.tokenizer import MIN_BYTELEVEL_VOCAB, PRETOKENIZERS
 from tensorlab.nn.config import CHOICES as MODEL_CHOICES
 
@@ -86,7 +86,7 @@ class TrainConfig:
         "ordered: the last val_fraction validates; random_windows: the misleading "
         "random split of overlapping windows, reported beside the ordered one",
     )
-    prompts: tuple = _setting((), "sample prompts (default: openings of validation passages)")
+    prompts: tuple = _setting((), f"sample prompts, at most {MAX_PROMPTS} (default: openings of validation passages)")
     # the model: every field of models.config.ModelConfig
     model: ModelConfig = _setting(ModelConfig(), "the model (models/config.py)")
     # optimisation
@@ -219,6 +219,8 @@ class TrainConfig:
             )
         if any(not str(prompt).strip() for prompt in self.prompts):
             bad("prompts", "non-empty texts (the model continues each)", value=list(self.prompts))
+        if len(self.prompts) > MAX_PROMPTS:  # its texts not quoted: a corpus given as --prompts is thousands of lines
+            bad("prompts", f"at most {MAX_PROMPTS} texts (the report samples each)", value=f"{len(self.prompts):,}")
         if self.max_steps == 0 and self.max_minutes == 0:
             out.append(
                 "max_steps and max_minutes are both 0, so the run would never end; set --max-steps N or --max-minutes M"

@@ -17,8 +17,10 @@ from tools import tmpfs
 
 import train
 from models.checkpoint import read_checkpoint
+from models.prompts import MAX_PROMPTS, read_prompts_file
 from models.run import Run, open_run_dir
 from models.tokenizer import FILE_FORMAT
+from models.train_config import TrainConfig
 from models.trainer import NonFiniteError
 from models.transformer import sample_next
 
@@ -76,6 +78,17 @@ def test_an_empty_prompt_is_refused_before_training(corpus, tmp_path, capsys):
     status, _, err = run_main(["--config", config, "--data", corpus, "--out", tmp_path / "run"], capsys)
     assert_one_line(status, err, "prompts (--prompts) must be non-empty texts")
     assert not (tmp_path / "run").exists()
+
+
+def test_more_prompts_than_a_report_samples_are_refused_before_training(corpus, tmp_path, capsys):
+    """A corpus given as --prompts (each line a prompt, each sampled twice for 120 tokens) kept the fuzzer's scenario at
+    the report for 60 s on the tiny model: more than MAX_PROMPTS are refused at once, by count; MAX_PROMPTS pass."""
+    status, _, err = run_main(tiny_args(corpus, tmp_path / "run", "--prompts", corpus), capsys)
+    lines = len(read_prompts_file(corpus))
+    assert_one_line(status, err, f"prompts (--prompts) must be at most {MAX_PROMPTS} texts", f"got '{lines:,}'")
+    assert not (tmp_path / "run").exists()
+    assert TrainConfig(prompts=("ROMEO:",) * MAX_PROMPTS).problems() == []
+    assert len(TrainConfig(prompts=("ROMEO:",) * (MAX_PROMPTS + 1)).problems()) == 1
 
 
 def test_a_config_nested_too_deep_is_one_line(corpus, tmp_path, capsys):
