@@ -90,6 +90,19 @@ def test_numpys_c_functions_are_not_taken_for_an_autograd():
     assert watched.engine_calls == []
 
 
+def test_a_students_file_inside_the_package_folder_is_still_the_students():
+    """A stub edited where it lies (tensorlab/exercises/catalog/...) is named for a file under the engine's folder:
+    its functions are still the student's, counted as such (finite differences: a forward run again and again), and
+    none of its calls is taken for the engine's."""
+    source = "def forward(x):\n    return x * 2\n\ndef backward():\n    return [forward(i) for i in range(5)]\n"
+    where = watch.TENSORLAB / "exercises" / "catalog" / "mul" / "stub.py"  # compiled under that name, not written
+    functions = {}
+    exec(compile(source, str(where), "exec"), functions)
+    with watch.watch(functions["backward"].__code__) as watched:
+        functions["backward"]()
+    assert watched.calls(functions["forward"]) == 5 and watched.engine_calls == []
+
+
 # ----- the engine's own code, copied into the student's file ------------------------------------------------------
 def test_the_engines_softmax_backward_copied_at_run_time_is_the_students_own_code(tmp_path):
     """inspect.getsource of the engine's op, compiled again, is retyping it done by a program: the honour system.

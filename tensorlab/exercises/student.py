@@ -2,11 +2,11 @@
 
 `Student(path, source)` starts the child: `python -I -S -B` in an empty temporary working folder,
 with a HOME of its own there, and only a private copy of this tensorlab package (a zip of its
-bytecode, `engine_zip`) and NumPy importable (never the folder the package came from: no teachers/,
-tests/ or other files). The
-student's source is sent to it (a private copy of their file, read once); `call` asks it to run
-a piece of the student's code (child.HANDLERS) and returns the data it sends back, within the
-time limit of the case (`time_limit`): a case past it stops the child and raises TimeLimit.
+bytecode, `engine_zip`) and NumPy importable (never the folder the package came from: no
+teachers/, tests/ or other files). The student's source is sent to it (a private copy of their
+file, read once); `call` asks it to run a piece of the student's code (child.HANDLERS) and returns
+the data it sends back, within the time limit of the case (`time_limit`): a case past it stops the
+child and raises TimeLimit.
 On Linux the student's processes cannot read or write this one's memory, and none outlives its check,
 however it left (a double fork, setsid): this process adopts them and stops every one with the child
 (`guard_the_checker`). When this process is root (a container, Gradescope), the student's code runs as
