@@ -398,8 +398,8 @@ def snapshot(folders):
 @functools.lru_cache(maxsize=2)
 def engine_zip(folder):
     """The package at `folder` as the bytes of a zip Python imports from: each module compiled here, once, and named
-    for its source file (tracebacks show its lines; watch.py knows the engine by it), every other file as it is. One
-    file to write for each check, where a copy of the folder was two hundred."""
+    for its source file (watch.py knows the engine's code by that name), every other file as it is. One file to
+    write for each check, where a copy of the folder was two hundred."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
