@@ -21,14 +21,19 @@ SOLUTIONS = Path(__file__).resolve().parent.parent / "teachers" / "solutions"
 PRECISE = 0.90
 
 
-def run_check(mistake, folder, seed):
-    """(passed, output) of the check of the solution with the mistake's edits."""
+def edited(mistake):
+    """The text of the solution with the mistake's edits."""
     source = (SOLUTIONS / f"{mistake.exercise}.py").read_text()
     for old, new in mistake.edits:
         assert old in source, f"{mistake.exercise}: the solution no longer contains {old!r} ({mistake.what})"
         source = source.replace(old, new)
+    return source
+
+
+def run_check(mistake, folder, seed):
+    """(passed, output) of the check of the solution with the mistake's edits."""
     path = folder / f"{mistake.exercise}_{abs(hash(mistake.what))}.py"
-    path.write_text(source)
+    path.write_text(edited(mistake))
     exercise = BY_NAME[mistake.exercise]
     printed = io.StringIO()
     try:
@@ -94,10 +99,7 @@ def test_a_check_again_on_its_seed_says_the_same_word_for_word(name):
     Planted to see it fail: a probe drawing from the one generator (no copy) fails adamw, topo and value; a case's work
     that scales its gy in place fails the 13 gradient exercises."""
     mistake = next(m for m in MISTAKES if m.exercise == name)
-    source = (SOLUTIONS / f"{name}.py").read_text()
-    for old, new in mistake.edits:
-        source = source.replace(old, new)
     said = [[], []]
-    with Student(f"{name}.py", source) as student:
+    with Student(f"{name}.py", edited(mistake)) as student:
         passed = [check.check(BY_NAME[name], student, out=lines.append, time_limit=10, seed=31) for lines in said]
     assert passed == [False, False] and said[0] == said[1], "\n".join(said[0] + ["---"] + said[1])

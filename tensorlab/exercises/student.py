@@ -116,11 +116,10 @@ class Student:
 
     def _start(self):
         engine, work, home = (self.folder / name for name in ("engine", "work", "home"))
-        engine.mkdir()
+        for folder in (engine, work, home):
+            folder.mkdir()
         (engine / "tensorlab.zip").write_bytes(engine_zip(TENSORLAB))
         (engine / "numpy").symlink_to(Path(np.__file__).parent, target_is_directory=True)
-        work.mkdir()
-        home.mkdir()
         user = student_user()
         for root, dirs, files in os.walk(self.folder) if user else ():  # the check's folder is nobody's own
             for name in [".", *dirs, *files]:
@@ -372,7 +371,8 @@ NOT_GRADED = (
 
 def engine_files():
     """What every check's process runs, the engine and NumPy, as `snapshot` lists them: once a check's code changed
-    them, every later check runs that code, so a class is graded only while this stays as it was (NOT_GRADED)."""
+    them, a later check may run that code (NumPy's folder is every check's; the engine's zip is made from its folder
+    once a process), so a class is graded only while this stays as it was (NOT_GRADED)."""
     return snapshot([TENSORLAB, Path(np.__file__).parent])
 
 
