@@ -396,7 +396,10 @@ F32 = np.float32
 WIDENED = [  # row: a program a 100,000-program run (seeds 7, 8, 1130101, 1130301, 1130302) found outside it
     (32, fz.Program(np.array(-5.7135963e-11, F32), [("y ** x", {"y": np.array([-0.0])})], -1)),  # x - 1 in float32
     (32, fz.Program(np.array([1e-30]), [("pow", {"y": np.array([-3.5821893], F32)})], -1)),  # 1e-30^(y - 1): 1.6e-5
-    (25, fz.Program(np.array([np.inf, -3.0], F32), [("gelu", {"approximate": "none"})], -1)),  # PyTorch: NaN at inf
+    # PyTorch: NaN at inf. Found at -3.0, where PyTorch's AVX-512 loop is nearer the exact value than its AVX2 loop,
+    # whose answer there is within the tolerance of ours. At -4.5 ours (A&S 7.1.26) is 9e-4 from the exact value,
+    # and a float32 1 + erf(x / sqrt 2), by any loop, lies on a grid of steps of 0.9% of it: ours is off that grid.
+    (25, fz.Program(np.array([np.inf, -4.5], F32), [("gelu", {"approximate": "none"})], -1)),
     (20, fz.Program(np.array(-2), [("y ** x", {"y": False})], -1)),
     (21, fz.Program(np.zeros((0, 3), np.int64), [("matmul", {"y": np.zeros((0, 3, 0), F32)})], -1)),
     (
