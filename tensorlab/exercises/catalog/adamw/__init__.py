@@ -256,8 +256,12 @@ def _close(a, b):
     """Equal up to rounding, as a gradient case judges: |a - b| <= RTOL (|b| + the largest |b|) everywhere (the
     solution agrees with tensorlab.optim.AdamW to 3e-16 of that); NaN and inf count as equal to themselves, so a
     slip can explain them."""
-    scale = np.abs(b[np.isfinite(b)]).max(initial=0.0)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=RTOL, atol=RTOL * scale, equal_nan=True))
+    if a.shape != b.shape:
+        return False
+    finite = np.isfinite(b)
+    with np.errstate(invalid="ignore", over="ignore"):  # np.allclose's rule, in a third of its time (slips try
+        near = np.abs(a - b) <= RTOL * (np.abs(b) + np.abs(b[finite]).max(initial=0.0))  # thousands of pairs)
+    return bool(np.all((near & finite) | (a == b) | (np.isnan(a) & np.isnan(b))))
 
 
 EXERCISE = Exercise(
