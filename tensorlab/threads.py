@@ -27,7 +27,6 @@ run on as many OpenBLAS threads as NumPy has, and their bits are OpenBLAS's for 
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 _pool = None  # ThreadPoolExecutor with n - 1 workers; the calling thread is the n-th
 _threads = 1
@@ -56,6 +55,8 @@ def use_threads(n=None):
         n = max(blas, default=os.cpu_count() or 1)
     _threads, _blas_limit = n, threadpoolctl.threadpool_limits(1, user_api="blas")
     if n > 1:
+        from concurrent.futures import ThreadPoolExecutor  # here: its import (logging) is a fifth of tensorlab's
+
         _pool = ThreadPoolExecutor(max_workers=n - 1, thread_name_prefix="tensorlab")
     return n
 
