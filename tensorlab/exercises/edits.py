@@ -24,6 +24,7 @@ or not.
 """
 
 import ast
+import functools
 import inspect
 
 import numpy as np
@@ -391,12 +392,19 @@ def ingredients(source, others):
     tree = ast.parse(source)
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args + n.kwonlyargs}
+    readable = (bound | BUILTINS) - {"self"}
+    return sorted({code for names, code in _terms(tuple(others)) if names - BUILTINS and names <= readable})
+
+
+@functools.cache
+def _terms(texts):
+    """(the names it reads, its code) of every operation and call of the files `texts` that may be an ingredient:
+    made once (the engine's formulas are the same for every search)."""
     found = set()
-    for text in others:
+    for text in texts:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.BinOp) or isinstance(node, ast.Call) and not node.keywords and not _unit(node):
-                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
                 code = ast.unparse(node)
-                if names - BUILTINS and names <= (bound | BUILTINS) - {"self"} and len(code) <= LONGEST:
-                    found.add(code)
-    return sorted(found)
+                if len(code) <= LONGEST:
+                    found.add((frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name)), code))
+    return found
