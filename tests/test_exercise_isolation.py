@@ -19,9 +19,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from teachers import classroom, grade
+from tensorlab.exercises import child
 from tensorlab.exercises import student as student_module
 from tensorlab.exercises.__main__ import main
 from tensorlab.exercises.student import TENSORLAB
@@ -431,3 +433,65 @@ def test_a_student_user_that_cannot_be_used_is_one_line_not_a_silent_root(python
             assert done.returncode == 3 and f"TENSORLAB_STUDENT_USER='{user}' {why}" in done.stdout, done.stdout
         else:  # root itself can run anything: the code runs as root, by the teacher's choice
             assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_answer_comes_back_as_sent_and_a_forged_one_raises():
+    """child.pack/unpack, the only way data comes back from the student's process, on drawn values: nested lists,
+    tuples and dicts of numbers, strings, None and arrays of every kind of number (0-d, empty, big-endian, strided,
+    NumPy scalars) come back equal, of the same dtype and shape, writable; objects by their type's name. A message
+    changed anywhere (truncated, its tree's dtype, shape or offset replaced: an object or string dtype, a structure,
+    a negative size, an offset past the end) raises, and never gives an array of anything but numbers."""
+    rng = np.random.default_rng(0)
+    dtypes = ["<f8", ">f8", "<f4", "<f2", "<i8", ">i4", "|u1", "|b1", "<c16"]
+
+    def drawn(depth=0):
+        kind = rng.integers(7 if depth < 3 else 4)
+        if kind == 0:
+            shape = tuple(int(n) for n in rng.integers(0, 4, rng.integers(0, 4)))
+            a = (rng.standard_normal(shape) * 100).astype(rng.choice(dtypes))
+            return a[::-1] if a.ndim and rng.random() < 0.3 else a  # strided
+        if kind == 1:
+            return rng.choice([None, True, 3, -2.5, float("inf"), "gy", np.float32(1.5), np.int64(7)])
+        if kind == 2:
+            return np.float64("nan")
+        if kind == 3:
+            return object()
+        items = [drawn(depth + 1) for _ in range(rng.integers(0, 4))]
+        return [items, tuple(items), {f"k{i}": v for i, v in enumerate(items)}][kind - 4]
+
+    def same(a, b):
+        if isinstance(a, (np.ndarray, np.generic)) and a.dtype.kind in "biufc":
+            b_array = isinstance(b, np.ndarray) and b.flags.writeable
+            return b_array and a.dtype == b.dtype and np.shape(a) == b.shape and np.array_equal(a, b, equal_nan=True)
+        if isinstance(a, (list, tuple)):
+            return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+        if isinstance(a, dict):
+            return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, (type(None), bool, int, float, str)):
+            return a == b or a != a and b != b
+        return type(b).__name__ == type(a).__name__
+
+    for _ in range(300):
+        value = drawn()
+        assert same(value, child.unpack(child.pack(value))), value
+    message = child.pack([np.arange(6.0).reshape(2, 3), np.ones(2, ">i4")])
+    head = child.HEADER.size
+    text = message[head : head + int.from_bytes(message[:head], "little")]  # the tree
+    forged = [message[:cut] for cut in (0, 4, head + 5, len(message) - 1)]
+    for old, new in [
+        (b'"<f8"', b'"|O"'),
+        (b'"<f8"', b'"<U2"'),
+        (b'"<f8"', b'"f8,f8"'),
+        (b'"<f8"', b'"(2,)f8"'),
+        (b"[2, 3]", b"[-1]"),
+        (b"[2, 3]", b"[2, 3.0]"),
+        (b"[2, 3], 0", b"[2, 3], 48"),
+        (b", 0]", b", -8]"),
+    ]:
+        assert old in text, (old, text)
+        changed = message.replace(old, new, 1)
+        length = len(changed) - len(message) + int.from_bytes(message[:head], "little")
+        forged.append(length.to_bytes(head, "little") + changed[head:])
+    for data in forged:
+        with pytest.raises(Exception):  # noqa: B017, PT011 (student.call turns any exception into one line)
+            child.unpack(data)

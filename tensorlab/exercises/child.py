@@ -4,8 +4,8 @@ The checker (the parent, student.py) starts `python -I -S` in an empty working f
 HOME of its own, and only a private copy of this package and NumPy importable. It sends
 requests on stdin (pickles: from the parent, never read by it); each names a function of
 HANDLERS and its arguments, runs the student's code, and sends back plain data: numbers,
-strings, lists, tuples and NumPy arrays, as one .npz (`pack`), read by the parent without
-pickle (`unpack`), with the request's number (a second process answering shows). The parent
+strings, lists, tuples and NumPy arrays, as JSON and the arrays' bytes (`pack`), read by the parent
+without pickle (`unpack`), with the request's number (a second process answering shows). The parent
 computes every verdict from that data: what this process prints, returns or forges can make a
 check fail, never pass, unless it holds the right numbers.
 
@@ -23,7 +23,6 @@ import struct
 import sys
 import types
 import warnings
-import zipfile
 from functools import partial
 
 import numpy as np
@@ -34,15 +33,18 @@ LARGEST = 256 * 2**20  # a reply larger than this is refused (a student's code c
 
 # ----- the messages --------------------------------------------------------------------------------------------
 def pack(value):
-    """`value` (dicts, lists, tuples, numbers, strings, arrays; any other object by its type's name) as .npz bytes."""
-    arrays = {}
+    """`value` (dicts, lists, tuples, numbers, strings, arrays; any other object by its type's name) as bytes: the
+    length of a JSON tree, the tree, then each array's bytes, which the tree gives as [dtype, shape, offset]."""
+    arrays, offset = [], 0
 
     def tree(v):
+        nonlocal offset
         if isinstance(v, np.generic) and v.dtype.kind in "biufc":
             v = np.asarray(v)  # a NumPy scalar (a sum over all axes) stays NumPy's: a 0-d array
         if isinstance(v, np.ndarray) and v.dtype.kind in "biufc":
-            arrays[f"a{len(arrays)}"] = v
-            return {"array": f"a{len(arrays) - 1}"}
+            arrays.append(np.ascontiguousarray(v).tobytes())
+            offset += len(arrays[-1])
+            return {"array": [v.dtype.str, list(v.shape), offset - len(arrays[-1])]}
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         if isinstance(v, (list, tuple)):
@@ -51,31 +53,36 @@ def pack(value):
             return {"dict": {str(k): tree(x) for k, x in v.items()}}
         return {"object": type(v).__name__}
 
-    buffer = io.BytesIO()
-    np.savez(buffer, tree=np.array(json.dumps(tree(value))), **arrays)
-    return buffer.getvalue()
+    text = json.dumps(tree(value)).encode()
+    return HEADER.pack(len(text)) + text + b"".join(arrays)
 
 
 def unpack(data):
-    """What `pack` wrote, read without pickle; an object not sent is an instance of an empty class of its name."""
-    with zipfile.ZipFile(io.BytesIO(data)) as bundle:  # a zip member is read up to its stated size, at most
-        if sum(member.file_size for member in bundle.infolist()) > LARGEST:
-            raise ValueError("too large")
-    files = np.load(io.BytesIO(data), allow_pickle=False)
+    """What `pack` wrote, read without pickle: arrays of numbers only, each inside the message (anything else raises);
+    an object not sent is an instance of an empty class of its name."""
+    (length,) = HEADER.unpack_from(data)
+    data = memoryview(data)
+    tree, arrays = json.loads(bytes(data[HEADER.size : HEADER.size + length])), data[HEADER.size + length :]
+
+    def array(dtype, shape, offset):
+        dtype, sizes = np.dtype(str(dtype)), all(type(n) is int and n >= 0 for n in shape)
+        if dtype.kind not in "biufc" or dtype.fields or dtype.subdtype or not sizes:
+            raise ValueError(f"not an array of numbers: {dtype}, {shape}")
+        return np.frombuffer(arrays, dtype, math.prod(shape), offset).reshape(shape).copy()
 
     def value(v):
         if not isinstance(v, dict):
             return v
         (kind, x), *_ = v.items()
         if kind == "array":
-            return files[x]
+            return array(*x)
         if kind in ("list", "tuple"):
             return (list if kind == "list" else tuple)(value(i) for i in x)
         if kind == "dict":
             return {k: value(i) for k, i in x.items()}
         return type(str(x), (), {})()
 
-    return value(json.loads(str(files["tree"][()])))
+    return value(tree)
 
 
 def send(stream, data):
